@@ -1,0 +1,5 @@
+import sys
+
+from kvdoctor.cli import main
+
+sys.exit(main())

@@ -1,0 +1,72 @@
+"""The `kvdoctor` command line: one module per subcommand, registered below.
+
+Each command module under ``kvdoctor.commands`` exposes
+``add_arguments(parser) -> None`` and ``run(args) -> int``. Modules are imported
+only when their command runs, so ``kvdoctor facts`` does not pay for the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from kvdoctor import __version__
+from kvdoctor.exitcodes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE
+
+# name -> (module, one-line help). A literal you can grep.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "diagnose": ("kvdoctor.commands.diagnose", "diagnose a vLLM start-up log"),
+    "events": ("kvdoctor.commands.events", "print the typed events found in a log (JSON lines)"),
+    "facts": ("kvdoctor.commands.facts", "print the facts of each start-up attempt"),
+    "rules": ("kvdoctor.commands.rules", "list, lint and test diagnosis rules"),
+    "plan": ("kvdoctor.commands.plan", "do the memory arithmetic before a launch"),
+    "probe": ("kvdoctor.commands.probe", "snapshot GPU memory and the processes holding it"),
+    "preflight": ("kvdoctor.commands.preflight", "check the GPUs are free enough to launch"),
+    "watch": ("kvdoctor.commands.watch", "pass a live log through and diagnose it as it arrives"),
+    "run": ("kvdoctor.commands.run", "launch vllm serve, tee its log and diagnose it live"),
+    "ticket": ("kvdoctor.commands.ticket", "diagnose logs inside markdown incident tickets"),
+    "serve": ("kvdoctor.commands.serve", "HTTP API and Slack bot backend"),
+}
+
+
+def _parser_for(name: str | None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kvdoctor",
+        description="Diagnose vLLM start-up memory failures from their logs.",
+    )
+    parser.add_argument("--version", action="version", version=f"kvdoctor {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for cmd, (module, help_text) in COMMANDS.items():
+        cmd_parser = sub.add_parser(cmd, help=help_text, description=help_text)
+        if cmd == name:
+            importlib.import_module(module).add_arguments(cmd_parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    name = next((a for a in args_list if not a.startswith("-")), None)
+    parser = _parser_for(name if name in COMMANDS else None)
+    args = parser.parse_args(args_list)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    module = importlib.import_module(COMMANDS[args.command][0])
+    try:
+        return int(module.run(args))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the one crash handler: a bug, not a user error
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+        print(
+            f"kvdoctor: internal error ({type(exc).__name__}: {exc}); "
+            "please report it with the input that caused it",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL

@@ -1,0 +1,48 @@
+"""Helpers shared by command modules: input paths, language, colour."""
+
+from __future__ import annotations
+
+import argparse
+import locale
+import os
+import sys
+
+from kvdoctor.lines import InputError, iter_raw_lines, open_source
+
+
+def add_input(parser: argparse.ArgumentParser, *, many: bool = False) -> None:
+    parser.add_argument("files", nargs="*" if many else "?", default=["-"] if many else "-",
+                        metavar="FILE", help="log file(s); '-' or nothing reads stdin; .gz is read as gzip")
+
+
+def raw_lines(path: str):  # type: ignore[no-untyped-def]
+    """Open a path for line reading or raise InputError (one line, with the path)."""
+    return iter_raw_lines(open_source(path))
+
+
+def error(message: str) -> None:
+    print(f"kvdoctor: {message}", file=sys.stderr)
+
+
+def pick_lang(requested: str | None) -> str:
+    if requested:
+        return requested
+    for var in ("KVDOCTOR_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(var)
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    try:
+        loc = locale.getlocale()[0] or ""
+    except ValueError:
+        loc = ""
+    return "zh" if loc.lower().startswith("zh") else "en"
+
+
+def use_color(stream: object = None) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    stream = stream or sys.stdout
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+__all__ = ["InputError", "add_input", "error", "pick_lang", "raw_lines", "use_color"]

@@ -1,0 +1,67 @@
+"""`kvdoctor diagnose [FILE…|-]`: what failed, why, what to turn which way, and what not to."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from kvdoctor.api import diagnose
+from kvdoctor.commands._common import InputError, add_input, error, pick_lang, use_color
+from kvdoctor.exitcodes import EXIT_USAGE
+from kvdoctor.render import FORMATS, render
+from kvdoctor.rules import RuleLoadError, rules_for
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input(parser, many=True)
+    parser.add_argument("--format", choices=FORMATS, default="text")
+    parser.add_argument("--rules", action="append", default=[], metavar="DIR",
+                        help="extra rule directory (adds to or overrides built-in rules by id)")
+    parser.add_argument("--fail-on", choices=("error", "warning", "never"), default="error")
+    parser.add_argument("--lang", choices=("en", "zh"), default=None,
+                        help="language of the explanation (default: from the locale)")
+    parser.add_argument("--probe", action="store_true", help="read the live GPU (NVML) and use it")
+    parser.add_argument("--probe-file", metavar="F", help="a saved `kvdoctor probe --format json` or nvidia-smi output")
+
+
+def _probe(args: argparse.Namespace) -> Any:
+    if args.probe_file:
+        from kvdoctor.probe import load_snapshot_file
+
+        return load_snapshot_file(args.probe_file)
+    if args.probe:
+        import os
+
+        from kvdoctor.probe import live_probe
+
+        return live_probe(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    lang = pick_lang(args.lang)
+    try:
+        rules = rules_for(args.rules)
+    except RuleLoadError as exc:
+        print(str(exc), file=sys.stderr)
+        error(f"{len(exc.errors)} problem(s) in rule files; fix them or drop --rules")
+        return EXIT_USAGE
+    try:
+        probe = _probe(args)
+    except Exception as exc:  # ProbeError: a one-line message that names the file
+        error(str(exc))
+        return EXIT_USAGE
+    worst = 0
+    color = use_color() and args.format == "text"
+    for path in args.files:
+        try:
+            report = diagnose(path if path == "-" else Path(path), rules=rules, probe=probe, lang=lang,
+                              name=path)
+        except InputError as exc:
+            error(str(exc))
+            return EXIT_USAGE
+        sys.stdout.write(render(report, args.format, lang=lang, color=color))
+        worst = max(worst, report.exit_code(args.fail_on))
+    return worst

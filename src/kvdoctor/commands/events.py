@@ -1,0 +1,31 @@
+"""`kvdoctor events [FILE|-]`: one JSON object per event, as they are found (streaming)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from kvdoctor.commands._common import InputError, add_input, error, raw_lines
+from kvdoctor.exitcodes import EXIT_OK, EXIT_USAGE
+from kvdoctor.lines import normalise
+from kvdoctor.pipeline import iter_events
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input(parser)
+    parser.add_argument("--kind", action="append", help="only these event kinds (repeatable)")
+
+
+def run(args: argparse.Namespace) -> int:
+    kinds = set(args.kind or [])
+    out = sys.stdout
+    try:
+        for event in iter_events(normalise(raw_lines(args.files))):
+            if kinds and event.kind not in kinds:
+                continue
+            out.write(json.dumps(event.as_record(), ensure_ascii=False) + "\n")
+    except InputError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    return EXIT_OK

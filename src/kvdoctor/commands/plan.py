@@ -1,0 +1,285 @@
+"""`kvdoctor plan`: the memory arithmetic before a launch (exit 0 fits, 1 does not, 2 bad input)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import re
+import sys
+from io import StringIO
+from typing import Any
+
+from kvdoctor.catalog import CatalogError, find_gpu, resolve_model, suggest_gpus, suggest_models
+from kvdoctor.exitcodes import EXIT_FINDING, EXIT_OK, EXIT_USAGE
+from kvdoctor.kvmath_plan import Plan, PlanRequest, fixes, make_plan, serve_command
+
+KV_DTYPES = (
+    "auto",
+    "bfloat16",
+    "float16",
+    "fp8",
+    "fp8_e4m3",
+    "fp8_e5m2",
+    "fp8_inc",
+    "fp8_ds_mla",
+    "nvfp4",
+    "int8_per_token_head",
+    "fp8_per_token_head",
+    "int4_per_token_head",
+)
+
+
+class UsageError(Exception):
+    """A one-line user error: `kvdoctor: plan: <what>; <what to do>`."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="catalog name, HF id, config.json, model dir or HF cache folder",
+    )
+    gpu = parser.add_mutually_exclusive_group(required=True)
+    gpu.add_argument("--gpu", help="catalog GPU name (h100, a100-40gb, rtx-4090, l4, ...)")
+    gpu.add_argument("--gpu-memory", help="total GPU memory as vLLM sees it, e.g. 80GiB or 23.58")
+    gpu.add_argument("--probe", action="store_true", help="read the live GPU through NVML")
+    parser.add_argument(
+        "--gpu-memory-utilization", type=float, help="fraction of total memory (default by version)"
+    )
+    parser.add_argument("--max-model-len", type=int, help="context length (default: the model's)")
+    parser.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
+    parser.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1)
+    parser.add_argument("--dtype", choices=("auto", "bfloat16", "float16", "float32"), default=None)
+    parser.add_argument("--kv-cache-dtype", choices=KV_DTYPES, default="auto")
+    parser.add_argument(
+        "--quantization", help="awq, gptq, fp8, bitsandbytes, mxfp4, gguf-q4_k, ..."
+    )
+    parser.add_argument("--max-num-seqs", type=int)
+    parser.add_argument("--max-num-batched-tokens", type=int)
+    parser.add_argument("--enforce-eager", action="store_true")
+    parser.add_argument("--vllm-version", help="vLLM version to plan for (default: newest known)")
+    parser.add_argument(
+        "--activation-gib", type=float, help="activation peak, e.g. from a previous log"
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def parse_gib(text: str) -> float:
+    """`80GiB`, `80 GB` (read as GiB like vLLM's logs), `81920MiB`, `23.58`."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(gib|gb|g|mib|mb|m|tib|tb)?\s*", text.lower())
+    if not match:
+        raise UsageError(f"--gpu-memory {text!r} is not a size; write it like 80GiB or 23.58")
+    value, unit = float(match.group(1)), match.group(2) or "gib"
+    factor = {"m": 1 / 1024, "t": 1024}.get(unit[0], 1.0)
+    if value * factor <= 0:
+        raise UsageError("--gpu-memory must be positive; write it like 80GiB")
+    return value * factor
+
+
+def _probe_gpu() -> tuple[float, float, str]:
+    """(total GiB, free GiB, name) of the first visible GPU via kvdoctor.probe.nvml, if present."""
+    try:
+        nvml: Any = importlib.import_module("kvdoctor.probe.nvml")
+    except ImportError as exc:
+        raise UsageError(
+            "--probe needs kvdoctor.probe.nvml, which is not installed; use --gpu or --gpu-memory"
+        ) from exc
+    try:
+        snap = nvml.NvmlProbe(visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES")).snapshot()
+    except Exception as exc:  # a probe must never crash the plan: one line, exit 2
+        raise UsageError(
+            f"--probe could not read a GPU ({type(exc).__name__}: {exc}); use --gpu or --gpu-memory"
+        ) from exc
+    devices = snap.visible_devices() if snap.available else ()
+    device = devices[0] if devices else None
+    if device is None or device.total_gib is None or device.free_gib is None:
+        why = snap.note or snap.status
+        raise UsageError(f"--probe found no GPU memory reading ({why}); use --gpu or --gpu-memory")
+    return float(device.total_gib), float(device.free_gib), str(device.name)
+
+
+def _gpu(args: argparse.Namespace) -> tuple[float, float | None, str]:
+    if args.probe:
+        total, free, name = _probe_gpu()
+        return total, free, name
+    if args.gpu_memory:
+        return parse_gib(args.gpu_memory), None, f"{parse_gib(args.gpu_memory):.2f} GiB GPU"
+    entry = find_gpu(args.gpu)
+    if entry is None:
+        raise UsageError(
+            f"unknown GPU {args.gpu!r}; close names: {', '.join(suggest_gpus(args.gpu))}"
+            " (or give --gpu-memory 80GiB)"
+        )
+    return entry.total_gib, None, entry.name
+
+
+def _request(args: argparse.Namespace) -> PlanRequest:
+    try:
+        model = resolve_model(args.model)
+    except CatalogError as exc:
+        raise UsageError(str(exc)) from exc
+    if model is None:
+        close = suggest_models(args.model)
+        hint = f"close names: {', '.join(close)}" if close else "see docs/plan.md for the catalog"
+        raise UsageError(f"unknown model {args.model!r}; {hint} (or pass a local config.json)")
+    for flag in (
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "max_model_len",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+    ):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise UsageError(f"--{flag.replace('_', '-')} must be at least 1; got {value}")
+    util = args.gpu_memory_utilization
+    if util is not None and not 0 < util <= 1:
+        raise UsageError(f"--gpu-memory-utilization must be in (0, 1]; got {util}")
+    total, free, gpu_name = _gpu(args)
+    return PlanRequest(
+        model=model,
+        total_gib=total,
+        gpu_name=gpu_name,
+        utilization=util,
+        max_model_len=args.max_model_len,
+        tensor_parallel_size=args.tensor_parallel_size,
+        pipeline_parallel_size=args.pipeline_parallel_size,
+        dtype=None if args.dtype in (None, "auto") else args.dtype,
+        kv_cache_dtype=args.kv_cache_dtype,
+        quantization=args.quantization,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        enforce_eager=args.enforce_eager,
+        vllm_version=args.vllm_version,
+        activation_gib=args.activation_gib,
+        free_gib=free,
+    )
+
+
+def plan_record(plan: Plan) -> dict[str, Any]:
+    b, cap, req = plan.budget, plan.capacity, plan.request
+    alternatives = fixes(plan)
+    chosen = alternatives[0].plan if alternatives else plan
+    return {
+        "model": req.model.hf_id or req.model.name,
+        "model_catalog_id": req.model.id,
+        "gpu": req.gpu_name,
+        "total_gpu_gib": round(b.total_gib, 2),
+        "vllm_version": plan.version,
+        "era": plan.era.value,
+        "tensor_parallel_size": req.tensor_parallel_size,
+        "pipeline_parallel_size": req.pipeline_parallel_size,
+        "gpu_memory_utilization": plan.utilization,
+        "budget_gib": round(b.requested_gib, 2),
+        "weights_gib": round(b.weights_gib, 2),
+        "activation_peak_gib": round(b.activation_gib, 2),
+        "non_torch_gib": round(b.non_torch_gib, 2),
+        "cuda_graph_gib": round(plan.graphs.value, 2),
+        "cuda_graph_in_budget": plan.budget.cuda_graph_gib > 0,
+        "kv_cache_gib": round(b.kv_cache_gib, 2),
+        "kv_bytes_per_token": plan.kv_bytes_per_token,
+        "block_size": cap.block_size,
+        "block_bytes": plan.block_bytes,
+        "gpu_blocks": cap.gpu_blocks,
+        "kv_cache_tokens": cap.kv_cache_tokens,
+        "max_model_len": plan.max_model_len,
+        "max_model_len_that_fits": cap.max_model_len_that_fits,
+        "max_concurrency": round(cap.max_concurrency, 2),
+        "max_num_batched_tokens": plan.max_num_batched_tokens,
+        "max_num_seqs": plan.max_num_seqs,
+        "fits": plan.fits,
+        "problems": list(plan.problems),
+        "uncertainty": {
+            "kv_cache_gib": [round(x, 2) for x in plan.kv_gib_range],
+            "kv_cache_tokens": list(plan.tokens_range),
+            "weights": plan.weights.basis,
+            "activation": plan.activation.basis,
+            "non_torch": plan.non_torch.basis,
+            "cuda_graphs": plan.graphs.basis,
+        },
+        "fixes": [
+            {
+                "change": f.text,
+                "kv_cache_gib": round(f.plan.budget.kv_cache_gib, 2),
+                "kv_cache_tokens": f.plan.capacity.kv_cache_tokens,
+            }
+            for f in alternatives
+        ],
+        "command": serve_command(chosen) if chosen.fits else None,
+        "notes": list(plan.notes),
+    }
+
+
+def _bar(plan: Plan, width: int = 50) -> str:
+    b = plan.budget
+    parts = [
+        ("W", b.weights_gib),
+        ("A", b.activation_gib),
+        ("N", b.non_torch_gib),
+        ("G", b.cuda_graph_gib),
+        ("K", max(0.0, b.kv_cache_gib)),
+    ]
+    scale = width / max(b.total_gib, b.requested_gib - min(0.0, b.kv_cache_gib))
+    cells = "".join(ch * max(0, round(v * scale)) for ch, v in parts)
+    return f"[{cells[:width].ljust(round(b.requested_gib * scale))}]"
+
+
+def _row(label: str, value: float, why: str) -> str:
+    return f"  {label:<16}{value:>8.2f} GiB  {why}"
+
+
+def render_text(plan: Plan) -> str:
+    from rich.console import Console
+
+    rec, b, cap = plan_record(plan), plan.budget, plan.capacity
+    out = StringIO()
+    con = Console(file=out, width=100, color_system=None, highlight=False, soft_wrap=True)
+    lo, hi = rec["uncertainty"]["kv_cache_gib"]
+    graphs_where = (
+        "in the budget" if b.cuda_graph_gib else "captured after sizing, outside the budget"
+    )
+    lines = [
+        f"{rec['model']} on {rec['gpu']} (total {b.total_gib:.2f} GiB), "
+        f"TP={rec['tensor_parallel_size']}, vLLM {plan.version}",
+        f"era     {plan.era.describes}",
+        f"budget  {plan.utilization:.2f} x {b.total_gib:.2f} = {b.requested_gib:.2f} GiB  "
+        + _bar(plan),
+        "        W weights, A activation peak, N non-torch, G CUDA graphs, K KV cache",
+        _row("weights", b.weights_gib, plan.weights.basis),
+        _row("activation peak", b.activation_gib, plan.activation.basis),
+        _row("non-torch", b.non_torch_gib, plan.non_torch.basis),
+        _row("CUDA graphs", plan.graphs.value, graphs_where),
+        _row("KV cache", b.kv_cache_gib, f"range {lo:.2f}..{hi:.2f} GiB"),
+        f"KV      {plan.kv_bytes_per_token:,} B/token, {plan.block_bytes:,} B per "
+        f"{cap.block_size}-token block -> {cap.gpu_blocks:,} blocks, "
+        f"{cap.kv_cache_tokens:,} tokens "
+        f"(range {plan.tokens_range[0]:,}..{plan.tokens_range[1]:,})",
+        f"        max_model_len {plan.max_model_len:,}: longest that fits "
+        f"{cap.max_model_len_that_fits:,}; concurrency {cap.max_concurrency:.2f}x",
+        "FITS" if plan.fits else "DOES NOT FIT: " + "; ".join(plan.problems),
+    ]
+    for fix in fixes(plan):
+        lines.append(
+            f"  fix: {fix.text} -> KV {fix.plan.budget.kv_cache_gib:.2f} GiB, "
+            f"{fix.plan.capacity.kv_cache_tokens:,} tokens"
+        )
+    for line in lines:
+        con.print(line, markup=False)
+    if rec["command"]:
+        con.print(f"command: {rec['command']}", markup=False)
+    return out.getvalue()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        plan = make_plan(_request(args))
+    except UsageError as exc:
+        print(f"kvdoctor: plan: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.format == "json":
+        sys.stdout.write(json.dumps(plan_record(plan), indent=2) + "\n")
+    else:
+        sys.stdout.write(render_text(plan))
+    return EXIT_OK if plan.fits else EXIT_FINDING

@@ -1,0 +1,131 @@
+"""Derived facts: the budget reconstruction and the numbers remedies need.
+
+Every fact made here is marked `derived` and names the facts it came from, so a report can say
+"reconstructed" rather than pass an estimate off as something vLLM printed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kvdoctor.facts import Fact, Facts
+from kvdoctor.versions import parse_version
+
+CEILING = 0.95  # the guide's highest fraction worth recommending
+
+
+def _v(facts: Facts, name: str) -> Any:
+    fact = facts.get(name)
+    return None if fact is None else fact.value
+
+
+def _put(facts: Facts, name: str, value: Any, source: str = "derived") -> None:
+    if value is None or name in facts:
+        return
+    if isinstance(value, float):
+        value = round(value, 4)
+    facts[name] = Fact(name, value, None, None, True, source)
+
+
+def _version(facts: Facts) -> tuple[int, ...] | None:
+    for name in ("vllm_version", "vllm_version_min"):
+        value = _v(facts, name)
+        if value is not None:
+            return parse_version(str(value))
+    return None
+
+
+def graphs_subtracted(facts: Facts) -> bool:
+    """CUDA-graph memory counts against the budget by default from 0.20 (kv-math.md)."""
+    version = _version(facts)
+    return version is not None and version >= (0, 20)
+
+
+def derive(facts: Facts) -> Facts:
+    out = dict(facts)
+    total, util = _v(out, "total_gpu_gib"), _v(out, "gpu_memory_utilization")
+    if total is not None and util is not None:
+        _put(out, "budget_gib", total * util)
+    _budget_terms(out)
+    _other_processes(out)
+    _safe_utilization(out)
+    _tokens(out)
+    _arithmetic(out)
+    return out
+
+
+def _budget_terms(out: Facts) -> None:
+    budget = _v(out, "budget_gib")
+    weights = _v(out, "weights_gib")
+    if budget is None or weights is None:
+        return
+    used = weights + (_v(out, "activation_peak_gib") or 0.0) + (_v(out, "non_torch_gib") or 0.0)
+    if graphs_subtracted(out):
+        used += _v(out, "cuda_graph_gib") or _v(out, "cuda_graph_estimate_gib") or 0.0
+    _put(out, "non_kv_gib", used)
+    _put(out, "kv_reconstructed_gib", budget - used)
+    if budget - used <= 0:
+        _put(out, "budget_shortfall_gib", used - budget)
+
+
+def _other_processes(out: Facts) -> None:
+    candidates = []
+    initial = _v(out, "initial_memory_usage_gib")
+    if initial is not None:
+        candidates.append(initial)  # 0.6.4: memory in use before this instance started
+    free, total = _v(out, "free_gpu_gib_at_startup"), _v(out, "total_gpu_gib")
+    if free is not None and total is not None:
+        candidates.append(max(total - free, 0.0))
+    oom_other = _v(out, "oom_other_process_gib")
+    if oom_other is not None:
+        candidates.append(oom_other)
+    if candidates:
+        _put(out, "other_process_gib", max(candidates))
+
+
+def _safe_utilization(out: Facts) -> None:
+    free, total = _v(out, "free_gpu_gib_at_startup"), _v(out, "total_gpu_gib")
+    if free is None or total is None or total <= 0:
+        return
+    fraction = math.floor((free / total) * 100) / 100 - 0.01
+    _put(out, "max_safe_utilization", round(max(min(fraction, CEILING), 0.0), 2))
+
+
+def _tokens(out: Facts) -> None:
+    blocks = _v(out, "gpu_blocks")
+    block_size = _v(out, "block_size") or 16
+    engine = _v(out, "engine")
+    if blocks is not None and engine != "v1":
+        _put(out, "kv_cache_tokens", blocks * block_size)
+    max_len = _v(out, "max_model_len")
+    fits = _v(out, "estimated_max_model_len") or _v(out, "max_tokens_in_kv_cache")
+    if fits is None and _v(out, "kv_cache_tokens") is not None and max_len is not None:
+        tokens = _v(out, "kv_cache_tokens")
+        fits = tokens if tokens < max_len else None
+    if fits is not None:
+        _put(out, "max_model_len_that_fits", _round_down(int(fits)))
+    kv, tokens = _v(out, "kv_cache_gib"), _v(out, "kv_cache_tokens")
+    if kv and tokens and kv > 0:
+        _put(out, "kv_bytes_per_token", int(round(kv * (1 << 30) / tokens)))
+
+
+def _round_down(tokens: int) -> int:
+    """A --max-model-len users type: a multiple of 256 (or of 16 for small values), not above."""
+    step = 256 if tokens >= 2048 else 16
+    return max(tokens - tokens % step, step if tokens >= step else tokens)
+
+
+def _arithmetic(out: Facts) -> None:
+    """Model-aware numbers from the arithmetic module (issue 4), when it is present."""
+    try:
+        from kvdoctor.kvmath import derive_for_diagnosis
+    except ImportError:
+        return
+    plain = {name: fact.value for name, fact in out.items()}
+    try:
+        extra = derive_for_diagnosis(plain)
+    except Exception:  # noqa: BLE001 - an estimate must never break a diagnosis
+        return
+    for name, value in extra.items():
+        _put(out, name, value, source="estimate")

@@ -1,0 +1,135 @@
+"""Stage 4: facts + rules -> diagnoses, ordered by priority; the first is the verdict."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from kvdoctor import conditions
+from kvdoctor.facts import Fact, Facts
+from kvdoctor.pipeline import AttemptResult
+from kvdoctor.report import AttemptReport, Avoid, Diagnosis, Evidence, Remedy
+from kvdoctor.rules import Rule, Text
+
+_TEMPLATE = re.compile(r"\{([A-Za-z_][\w.]*)(?::([^{}]*))?\}")
+MAX_EVIDENCE = 12
+
+
+def _lookup(facts: Facts) -> conditions.Lookup:
+    def lookup(name: str) -> Any:
+        fact = facts[name]
+        if fact.value is None:
+            raise KeyError(name)
+        return fact.value
+    return lookup
+
+
+def pick(text: Text, lang: str) -> str:
+    return text.get(lang) or text.get("en") or next(iter(text.values()), "")
+
+
+def render_template(template: str, facts: Facts, extra: dict[str, Any] | None = None) -> str:
+    def sub(m: re.Match[str]) -> str:
+        name, spec = m.group(1), m.group(2) or ""
+        if extra and name in extra:
+            value = extra[name]
+        else:
+            fact = facts.get(name)
+            value = fact.value if fact is not None else None
+        if value is None:
+            return "?"
+        if isinstance(value, list):
+            return ", ".join(str(v) for v in value)
+        try:
+            return format(value, spec)
+        except (ValueError, TypeError):
+            return str(value)
+    return _TEMPLATE.sub(sub, template)
+
+
+def version_allows(rule: Rule, facts: Facts) -> bool:
+    """False only when the version (or the range the wording implies) is outside the bounds."""
+    lookup = _lookup(facts)
+    for op, bound in rule.vllm:
+        node = conditions.Op("compare", (conditions.Name("vllm_version", 1, 1), conditions.Lit(bound)), op)
+        if conditions.evaluate(node, lookup) is False:
+            return False
+    return True
+
+
+def _value(node: conditions.Node | None, facts: Facts, defines: dict[str, conditions.Node]) -> Any:
+    if node is None:
+        return None
+    value = conditions.evaluate(node, _lookup(facts), defines)
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) >= 1 else round(value, 2)
+    return value
+
+
+def _evidence(rule: Rule, facts: Facts) -> tuple[Evidence, ...]:
+    names: list[str] = list(rule.evidence)
+    nodes = [rule.when, *rule.defines.values()]
+    for node in nodes:
+        names.extend(n.name for n in conditions.names(node))
+    for text in (*rule.explain.values(),):
+        names.extend(m.group(1) for m in _TEMPLATE.finditer(text))
+    seen: dict[int, Evidence] = {}
+    for name in names:
+        fact = facts.get(name)
+        if fact is None or fact.line is None or fact.line in seen or fact.value in (None, False):
+            continue
+        seen[fact.line] = Evidence(fact.line, (fact.text or "")[:400])
+    return tuple(sorted(seen.values(), key=lambda e: e.line)[:MAX_EVIDENCE])
+
+
+def fire(rule: Rule, facts: Facts) -> bool:
+    if not version_allows(rule, facts):
+        return False
+    return conditions.evaluate(rule.when, _lookup(facts), rule.defines) is True
+
+
+def diagnose_rule(rule: Rule, facts: Facts, lang: str) -> Diagnosis:
+    lookup = _lookup(facts)
+    remedies = []
+    for remedy in rule.remedies:
+        if remedy.when is not None and conditions.evaluate(remedy.when, lookup, rule.defines) is not True:
+            continue
+        value = _value(remedy.value, facts, rule.defines)
+        text = render_template(pick(remedy.text, lang), facts, {"value": value})
+        remedies.append(Remedy(remedy.action, text, value))
+    avoid = []
+    for item in rule.avoid:
+        if item.when is not None and conditions.evaluate(item.when, lookup, rule.defines) is not True:
+            continue
+        avoid.append(Avoid(item.action, render_template(pick(item.why, lang), facts)))
+    phase = rule.phase
+    if rule.klass == "cuda_oom" and phase is None:
+        oom_phase = facts.get("oom_phase") or facts.get("traceback_phase")
+        phase = str(oom_phase.value) if oom_phase is not None else "unknown"
+    return Diagnosis(
+        rule=rule.id, klass=rule.klass, cause=rule.cause, phase=phase, severity=rule.severity,
+        confidence=rule.confidence, title=render_template(pick(rule.title, lang), facts),
+        explanation=render_template(pick(rule.explain, lang), facts).strip(),
+        remedies=tuple(remedies), avoid=tuple(avoid), evidence=_evidence(rule, facts),
+        references=rule.references,
+    )
+
+
+def _fact_records(facts: Facts) -> dict[str, Any]:
+    return {name: fact.as_record() for name, fact in sorted(facts.items())}
+
+
+def evaluate_attempt(attempt: AttemptResult, rules: Sequence[Rule], lang: str = "en",
+                     extra_facts: Facts | None = None) -> AttemptReport:
+    facts: Facts = dict(attempt.facts)
+    for name, fact in (extra_facts or {}).items():
+        facts.setdefault(name, fact)
+    diagnoses = [diagnose_rule(r, facts, lang) for r in rules if fire(r, facts)]
+    verdict = diagnoses[0].klass if diagnoses else ("unknown" if not attempt.events else "other")
+    return AttemptReport(attempt.index, attempt.start_line, attempt.end_line, verdict,
+                         tuple(diagnoses), _fact_records(facts), attempt.ranks)
+
+
+def external_fact(name: str, value: Any, source: str) -> Fact:
+    return Fact(name, value, None, None, False, source)

@@ -1,0 +1,100 @@
+"""A snapshot as flat ``gpu.*`` facts for the rules (see docs/probe.md for each name).
+
+Facts whose value is unknown are left out rather than set to None, so a rule can ask
+``exists(gpu.other_process_gib)``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+from kvdoctor.probe.snapshot import Device, Process, Snapshot
+
+
+def snapshot_facts(
+    snapshot: Snapshot,
+    *,
+    vllm_pids: frozenset[int] = frozenset(),
+    failure_time: str | None = None,
+) -> dict[str, object]:
+    facts: dict[str, object] = {"gpu.status": snapshot.status}
+    if snapshot.taken_at is not None:
+        facts["gpu.taken_at"] = snapshot.taken_at
+    after = taken_after(snapshot.taken_at, failure_time)
+    if after is not None:
+        facts["gpu.taken_after_failure"] = after
+    if not snapshot.available:
+        return facts
+    facts["gpu.count"] = len(snapshot.visible_devices())
+    if vllm_pids:
+        facts["gpu.vllm_pid_present"] = any(p.pid in vllm_pids for p in snapshot.processes)
+    device = target_device(snapshot, vllm_pids)
+    if device is not None:
+        facts.update(_device_facts(device))
+    others = [p for p in _processes_of(snapshot, device) if p.pid not in vllm_pids]
+    facts["gpu.other_process_count"] = len(others)
+    facts["gpu.other_pids"] = sorted({p.pid for p in others})
+    known = [p.used_gib for p in others if p.used_gib is not None]
+    if known or not others:
+        facts["gpu.other_process_gib"] = round(sum(known), 2)
+    return facts
+
+
+def target_device(snapshot: Snapshot, vllm_pids: frozenset[int] = frozenset()) -> Device | None:
+    """The device vLLM used: one holding a vLLM PID, else cuda:0 when the visible order is
+    known, else the most-used device (nvidia-smi text does not say what vLLM saw)."""
+    visible = snapshot.visible_devices()
+    for device in visible:
+        if any(p.pid in vllm_pids for p in snapshot.processes_on(device)):
+            return device
+    if not visible:
+        return None
+    if any(d.visible_index is not None for d in visible):
+        return visible[0]
+    return max(visible, key=lambda d: d.used_gib or 0.0)
+
+
+def _device_facts(device: Device) -> dict[str, object]:
+    facts: dict[str, object] = {
+        "gpu.device_index": device.index,
+        "gpu.name": device.name,
+        "gpu.mig": device.mig,
+        "gpu.uma": device.uma,
+    }
+    for name, value in (
+        ("gpu.total_gib", device.total_gib),
+        ("gpu.free_gib", device.free_gib),
+        ("gpu.used_gib", device.used_gib),
+    ):
+        if value is not None:
+            facts[name] = round(value, 2)
+    if device.total_gib and device.free_gib is not None:
+        facts["gpu.free_fraction"] = round(device.free_gib / device.total_gib, 3)
+    return facts
+
+
+def _processes_of(snapshot: Snapshot, device: Device | None) -> list[Process]:
+    # A `--query-compute-apps=pid,used_memory` CSV names no device; such processes count
+    # against the device vLLM used, since that is the question the guide asks of them.
+    unknown = [p for p in snapshot.processes if p.device_index is None]
+    if device is None:
+        return unknown
+    return list(snapshot.processes_on(device)) + unknown
+
+
+def taken_after(taken_at: str | None, failure_time: str | None) -> bool | None:
+    """True when the snapshot was taken after the failure; None when either time is unknown
+    or one of them has no time zone (comparing them would be a guess)."""
+    if taken_at is None or failure_time is None:
+        return None
+    try:
+        snap, fail = _parse(taken_at), _parse(failure_time)
+    except ValueError:
+        return None
+    if (snap.tzinfo is None) != (fail.tzinfo is None):
+        return None
+    return snap > fail
+
+
+def _parse(text: str) -> _dt.datetime:
+    return _dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))

@@ -1,0 +1,100 @@
+"""vLLM command-line flags -> fact names (from pasted shell commands and `kvdoctor run -- …`)."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+# flag (without dashes, '-' or '_') -> (fact name, type). Booleans take no value.
+FLAGS: dict[str, tuple[str, type]] = {
+    "model": ("model", str),
+    "served_model_name": ("served_model_name", str),
+    "dtype": ("dtype", str),
+    "max_model_len": ("max_model_len", int),
+    "gpu_memory_utilization": ("gpu_memory_utilization", float),
+    "tensor_parallel_size": ("tensor_parallel_size", int),
+    "tp": ("tensor_parallel_size", int),
+    "pipeline_parallel_size": ("pipeline_parallel_size", int),
+    "pp": ("pipeline_parallel_size", int),
+    "data_parallel_size": ("data_parallel_size", int),
+    "quantization": ("quantization", str),
+    "q": ("quantization", str),
+    "kv_cache_dtype": ("kv_cache_dtype", str),
+    "max_num_seqs": ("max_num_seqs", int),
+    "max_num_batched_tokens": ("max_num_batched_tokens", int),
+    "block_size": ("block_size", int),
+    "swap_space": ("swap_space", float),
+    "kv_cache_memory": ("kv_cache_memory_bytes", int),
+    "kv_cache_memory_bytes": ("kv_cache_memory_bytes", int),
+    "num_gpu_blocks_override": ("num_gpu_blocks_override", int),
+    "enforce_eager": ("enforce_eager", bool),
+    "enable_chunked_prefill": ("enable_chunked_prefill", bool),
+    "cpu_offload_gb": ("cpu_offload_gb", float),
+}
+_SIZE_SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _convert(kind: type, value: str) -> Any:
+    if kind is int:
+        low = value.lower().rstrip("ib")
+        if low and low[-1] in _SIZE_SUFFIX:
+            return int(float(low[:-1]) * _SIZE_SUFFIX[low[-1]])
+        return int(float(value))
+    if kind is float:
+        return float(value)
+    return value
+
+
+def parse_vllm_argv(argv: list[str]) -> dict[str, Any]:
+    """Facts named by vLLM flags in an argv; unknown flags and bad values are skipped."""
+    facts: dict[str, Any] = {}
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        i += 1
+        if token in ("serve",) and i < len(argv) and not argv[i].startswith("-"):
+            facts.setdefault("model", argv[i])
+            i += 1
+            continue
+        if not token.startswith("-"):
+            continue
+        name, eq, inline = token.lstrip("-").partition("=")
+        negated = name.startswith("no-") or name.startswith("no_")
+        key = name[3:] if negated else name
+        key = key.replace("-", "_")
+        if key not in FLAGS:
+            continue
+        fact, kind = FLAGS[key]
+        if kind is bool:
+            value: Any = not negated
+            if eq:
+                value = inline.lower() not in ("false", "0", "no")
+            facts[fact] = value
+            continue
+        raw = inline if eq else (argv[i] if i < len(argv) else None)
+        if not eq:
+            i += 1
+        if raw is None:
+            continue
+        try:
+            facts[fact] = _convert(kind, raw)
+        except ValueError:
+            continue
+    return facts
+
+
+_LAUNCHERS = ("vllm serve", "vllm.entrypoints", "vllm-openai", "api_server.py", "vllm/vllm-")
+
+
+def is_vllm_command(text: str) -> bool:
+    return any(marker in text for marker in _LAUNCHERS) and " --" in text or "vllm serve " in text
+
+
+def parse_command_line(text: str) -> dict[str, Any]:
+    """Facts from a pasted shell command ("$ vllm serve m --max-model-len 4096 …")."""
+    text = text.lstrip("$# ").strip()
+    try:
+        argv = shlex.split(text, comments=False)
+    except ValueError:
+        argv = text.split()
+    return parse_vllm_argv(argv)

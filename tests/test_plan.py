@@ -1,0 +1,118 @@
+"""`kvdoctor plan` through the CLI: verdicts, exit codes, JSON fields, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvdoctor.cli import main
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object]]:
+    code = main(["plan", *argv, "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_rtx3090_case_with_the_logged_activation_reproduces_vllm(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # vllm#10517: 0.9 x 23.58 - 14.99 - 0.35 - 2.99 = 2.89 GiB -> 1,478 blocks = 23,648 tokens
+    code, rec = _json(
+        capsys,
+        "--model",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--gpu",
+        "rtx-3090",
+        "--max-model-len",
+        "29000",
+        "--vllm-version",
+        "0.6.4.post1",
+        "--activation-gib",
+        "2.99",
+    )
+    assert code == 1 and rec["fits"] is False
+    assert rec["kv_cache_gib"] == pytest.approx(2.89, abs=0.01)
+    assert abs(int(rec["kv_cache_tokens"]) - 23_648) / 23_648 < 0.01  # type: ignore[call-overload]
+    assert rec["kv_bytes_per_token"] == 131_072
+    assert str(rec["command"]).startswith(
+        "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 2"
+    )
+
+
+def test_required_json_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    code, rec = _json(capsys, "--model", "qwen3-8b", "--gpu", "h100")
+    assert code == 0 and rec["fits"] is True
+    for key in (
+        "weights_gib",
+        "activation_peak_gib",
+        "non_torch_gib",
+        "cuda_graph_gib",
+        "kv_cache_gib",
+        "kv_bytes_per_token",
+        "kv_cache_tokens",
+        "gpu_blocks",
+        "max_model_len_that_fits",
+        "max_concurrency",
+        "fits",
+        "uncertainty",
+    ):
+        assert key in rec
+    lo, hi = rec["uncertainty"]["kv_cache_gib"]  # type: ignore[index]
+    assert lo <= rec["kv_cache_gib"] <= hi  # type: ignore[operator]
+    assert (
+        rec["command"]
+        == "vllm serve Qwen/Qwen3-8B --max-model-len 40960 --gpu-memory-utilization 0.92"
+    )
+
+
+def test_70b_on_one_h100_does_not_fit_and_proposes_tp(capsys: pytest.CaptureFixture[str]) -> None:
+    code, rec = _json(
+        capsys, "--model", "llama-3.1-70b", "--gpu", "h100", "--max-model-len", "32768"
+    )
+    assert code == 1
+    assert rec["kv_cache_gib"] < 0  # type: ignore[operator]
+    assert "--tensor-parallel-size 4" in str(rec["command"])
+
+
+def test_text_output_has_a_bar_and_a_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        ["plan", "--model", "llama-3.1-8b", "--gpu-memory", "80GiB", "--max-model-len", "8192"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "FITS" in out and "[WWW" in out and "command: vllm serve meta-llama/Llama-3.1-8B" in out
+
+
+def test_unknown_model_lists_close_names(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--model", "lama-3.1-8b", "--gpu", "h100"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kvdoctor: plan: unknown model 'lama-3.1-8b'; close names: Llama-3.1-8B")
+    assert err.count("\n") == 1
+
+
+def test_bad_gpu_and_sizes_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--model", "qwen3-8b", "--gpu", "b300"]) == 2
+    assert "unknown GPU 'b300'; close names:" in capsys.readouterr().err
+    assert main(["plan", "--model", "qwen3-8b", "--gpu-memory", "lots"]) == 2
+    assert "is not a size" in capsys.readouterr().err
+    assert (
+        main(["plan", "--model", "qwen3-8b", "--gpu", "h100", "--gpu-memory-utilization", "1.5"])
+        == 2
+    )
+
+
+def test_probe_without_a_gpu_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", "--model", "qwen3-8b", "--probe"])
+    err = capsys.readouterr().err
+    if code == 2:
+        assert err.startswith("kvdoctor: plan: --probe") and err.count("\n") == 1
+    else:  # a machine with a GPU: a real plan
+        assert code in (0, 1)
+
+
+def test_fp8_kv_doubles_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+    _, auto = _json(capsys, "--model", "qwen3-8b", "--gpu", "l4")
+    _, fp8 = _json(capsys, "--model", "qwen3-8b", "--gpu", "l4", "--kv-cache-dtype", "fp8")
+    assert fp8["kv_bytes_per_token"] * 2 == auto["kv_bytes_per_token"]  # type: ignore[operator]
+    assert fp8["kv_cache_tokens"] >= 2 * auto["kv_cache_tokens"] - 16  # type: ignore[operator]
