@@ -216,3 +216,17 @@ def test_load_snapshot_file_errors_are_one_line(tmp_path: Path, content: str, me
 def test_missing_file_is_a_probe_error(tmp_path: Path) -> None:
     with pytest.raises(ProbeError, match="cannot read .*; check the path"):
         load_snapshot_file(tmp_path / "nope.json")
+
+
+def test_reader_can_be_asked_mid_table_and_keep_reading() -> None:
+    table = (FIXTURES / "r535-2x4090-table.txt").read_text().splitlines()
+    reader = SmiReader()
+    for number, line in enumerate(table[:14], start=1):  # up to GPU 1's memory row
+        reader.feed(number, line)
+    early = reader.result()
+    assert early is not None and [d.index for d in early.devices] == [0, 1]
+    for number, line in enumerate(table[14:], start=15):
+        reader.feed(number, line)
+    late = reader.result()
+    assert late is not None and len(late.processes) == 4
+    assert reader.lines() == list(range(1, len(table) + 1))

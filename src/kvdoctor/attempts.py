@@ -43,6 +43,7 @@ _DUMP_KEYS = {
     "swap_space": "swap_space", "served_model_name": "served_model_name",
     "device_config": "device", "enable_chunked_prefill": "enable_chunked_prefill",
     "chunked_prefill_enabled": "enable_chunked_prefill", "cpu_offload_gb": "cpu_offload_gb",
+    "engine": "engine",
 }
 # Figures where ranks may differ and vLLM keeps the smallest (V0 min over workers, V1 unify).
 _MIN_ACROSS_RANKS = frozenset({"kv_cache_gib", "gpu_blocks", "kv_cache_tokens", "max_concurrency"})
@@ -162,6 +163,8 @@ def _figure_facts(sink: _FactSink, event: Event) -> None:
     for name in simple:
         if name in f:
             sink.put(name, f[name], event, rank=3)
+    if "cuda_graph_estimate_gib" in f:  # 0.18+: the estimate stands in until the actual is logged
+        sink.put("cuda_graph_gib", f["cuda_graph_estimate_gib"], event, rank=2)
     if "max_model_len" in f:
         sink.put("max_model_len", f["max_model_len"], event, rank=4 if kind != "auto_fit" else 5)
     if kind == "profile_v064":
@@ -267,11 +270,13 @@ def _version_facts(sink: _FactSink, attempt: Attempt) -> None:
         del sink.facts["vllm_version"]
 
 
-_V1_MARKERS = ("v1/", "EngineCore", "Worker_", "VllmWorker rank")
+_V1_MARKERS = ("v1/", "EngineCore", "Worker_", "VllmWorker rank", "core.py:")
 _V0_MARKERS = ("vllm/worker/", "VllmWorkerProcess", "llm_engine.py", "model_runner.py", "worker.py:")
 
 
 def _engine_fact(sink: _FactSink, attempt: Attempt) -> None:
+    if "engine" in sink.facts:  # VLLM_USE_V1 in the launch command
+        return
     for event in attempt.events:
         if event.kind == "engine_banner" and event.fields.get("engine"):
             sink.put("engine", event.fields["engine"], event, rank=3)

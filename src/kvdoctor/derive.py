@@ -42,8 +42,17 @@ def graphs_subtracted(facts: Facts) -> bool:
     return version is not None and version >= (0, 20)
 
 
+def default_utilization(facts: Facts) -> float:
+    """0.9 until 0.19.1, 0.92 from 0.20.0 (vllm-log-formats.md §12)."""
+    version = _version(facts)
+    return 0.92 if version is not None and version >= (0, 20) else 0.9
+
+
 def derive(facts: Facts) -> Facts:
     out = dict(facts)
+    if "gpu_memory_utilization" not in out and "kv_cache_memory_bytes" not in out and out:
+        _put(out, "gpu_memory_utilization", default_utilization(out), source="default")
+        _put(out, "utilization_default", True, source="default")
     total, util = _v(out, "total_gpu_gib"), _v(out, "gpu_memory_utilization")
     if total is not None and util is not None:
         _put(out, "budget_gib", total * util)

@@ -18,6 +18,8 @@ MAX_EVIDENCE = 12
 
 def _lookup(facts: Facts) -> conditions.Lookup:
     def lookup(name: str) -> Any:
+        if name.startswith("seen.") and name not in facts:
+            return False  # the log was read: an event kind that did not occur is known absent
         fact = facts[name]
         if fact.value is None:
             raise KeyError(name)

@@ -67,6 +67,7 @@ KNOWN_FACTS = frozenset({
     "max_safe_utilization", "max_model_len_that_fits", "kv_bytes_per_token",
     "kv_tokens_estimate", "weights_gib_estimate", "tp_size_that_fits", "weights_gib_int4",
     "weights_gib_fp8", "kv_cache_tokens_fp8", "model_catalog_id", "budget_shortfall_estimate_gib",
+    "utilization_default",
 })
 FACT_FAMILIES = ("seen.", "gpu.")
 

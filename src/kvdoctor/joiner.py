@@ -14,6 +14,7 @@ from dataclasses import replace
 from kvdoctor.lines import Line
 
 MAX_JOIN = 8
+MAX_COMMAND_JOIN = 64
 _EXC_START = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Interrupt)|AssertionError)\b:\s")
 # A line that starts a new record rather than continuing the message above it.
 _NEW_RECORD = re.compile(
@@ -24,10 +25,12 @@ _NEW_RECORD = re.compile(
 
 
 def _continues(previous: Line, line: Line, joined: int) -> bool:
-    if joined >= MAX_JOIN or line.origin.level is not None:
+    if line.origin.level is not None:
         return False
     if previous.text.endswith("\\"):
-        return True
+        return joined < MAX_COMMAND_JOIN
+    if joined >= MAX_JOIN:
+        return False
     if not _EXC_START.match(previous.text):
         return False
     if line.origin != previous.origin and line.origin.proc != previous.origin.proc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,10 +46,42 @@ def _smi_reader() -> Any:
     return SmiReader()
 
 
-def iter_events(lines: Iterable[Line], smi: Any = None) -> Iterator[Event]:
+_ISO_LEAD = re.compile(r"^\[?(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?)")
+
+
+class StampOrder:
+    """Counts whether consecutive timestamps run forwards or backwards (newest-first pastes)."""
+
+    def __init__(self) -> None:
+        self.up = self.down = 0
+        self._last: dict[str, str] = {}  # per clock: vLLM's local header vs a wrapper's ISO stamp
+
+    def feed(self, line: Line) -> None:
+        clock, stamp = "vllm", line.origin.stamp
+        if stamp is None:
+            m = _ISO_LEAD.match(line.raw)
+            clock, stamp = "iso", (m.group(1) if m else None)
+        if stamp is None:
+            return
+        last = self._last.get(clock)
+        if last is not None:
+            if stamp > last:
+                self.up += 1
+            elif stamp < last:
+                self.down += 1
+        self._last[clock] = stamp
+
+    @property
+    def newest_first(self) -> bool:
+        return self.down >= 2 and self.down > 2 * self.up
+
+
+def iter_events(lines: Iterable[Line], smi: Any = None, order: StampOrder | None = None) -> Iterator[Event]:
     for line in join_lines(lines):
         if smi is not None:
             smi.feed(line.number, line.text)
+        if order is not None:
+            order.feed(line)
         yield from extract(line)
 
 
@@ -59,9 +92,9 @@ def finish_attempt(attempt: Attempt) -> AttemptResult:
 
 
 def analyse_events(source: str, events: list[Event], notes: list[str] | None = None,
-                   smi: Any = None) -> Analysis:
+                   smi: Any = None, order: StampOrder | None = None) -> Analysis:
     notes = list(notes or [])
-    if newest_first(events):
+    if (order.newest_first if order is not None else newest_first(events)):
         events = list(reversed(events))
         notes.append("the log is in newest-first order (timestamps run backwards); read it oldest-first")
     attempts = tuple(finish_attempt(a) for a in split_attempts(events))
@@ -72,10 +105,11 @@ def analyse_events(source: str, events: list[Event], notes: list[str] | None = N
 
 def analyse_lines(source: str, raw_lines: Iterable[bytes | str]) -> Analysis:
     smi = _smi_reader()
+    order = StampOrder()
     notes: list[str] = []
     events: list[Event] = []
     try:
-        for event in iter_events(normalise(raw_lines), smi):
+        for event in iter_events(normalise(raw_lines), smi, order):
             events.append(event)
     except Exception as exc:  # InputError from a truncated gzip etc.: keep what was read
         from kvdoctor.lines import InputError
@@ -83,4 +117,4 @@ def analyse_lines(source: str, raw_lines: Iterable[bytes | str]) -> Analysis:
         if not isinstance(exc, InputError):
             raise
         notes.append(f"{source}: {exc}")
-    return analyse_events(source, events, notes, smi)
+    return analyse_events(source, events, notes, smi, order)

@@ -56,6 +56,9 @@ def parse_vllm_argv(argv: list[str]) -> dict[str, Any]:
             facts.setdefault("model", argv[i])
             i += 1
             continue
+        if token.startswith("VLLM_USE_V1="):  # `-e VLLM_USE_V1=1` / an env prefix picks the engine
+            facts["engine"] = "v1" if token.endswith("=1") else "v0"
+            continue
         if not token.startswith("-"):
             continue
         name, eq, inline = token.lstrip("-").partition("=")

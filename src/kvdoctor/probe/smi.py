@@ -125,18 +125,18 @@ class SmiReader:
             return None
         # attached only now: CSV process rows may precede the GPUs they name
         procs = tuple(_attach(self._proc_rows, devices or [], migs))
-        devices = devices or []
-        complete = bool(devices) and all(d.total_gib is not None for d in devices)
+        gpus = tuple(devices or ())
+        complete = bool(gpus) and all(d.total_gib is not None for d in gpus)
         notes = [f"read from {self._source.value} output"]
         if self._date:
             notes.append(f"printed at {self._date} (local time of that machine)")
-        if not devices:
+        if not gpus:
             notes.append("no GPU rows, only processes")
         return Snapshot(
             STATUS_OK if complete else STATUS_PARTIAL,
             None,
             self._source,
-            devices,
+            gpus,
             procs,
             "; ".join(notes),
             self._driver,
