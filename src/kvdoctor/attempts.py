@@ -232,6 +232,8 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
         phase = "weight_loading"  # "Failed to create unquantized linear weights: CUDA out of memory"
     else:
         phase = _phase_of_frames(frames) or last_phase
+        if phase is None and f.get("private_pools_gib", 0) > 0:
+            phase = "cuda_graph_capture"  # "allocated in private pools (e.g., CUDA Graphs)"
         if phase == "cuda_graph_profile":
             phase = "profile_run"
     sink.put("oom_phase", phase or "unknown", event, rank=3 if phase else 1)

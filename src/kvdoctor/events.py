@@ -371,9 +371,10 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor("version", ("version",), _F(r"vLLM API server version ([\w.+-]+)"), _version),
     Extractor("version", ("version",), _F(r"vLLM server version ([\w.+-]+), serving model (\S+)"),
               _server_version),
-    Extractor("version", ("version",), _F(r"^\s*(?:\S+\s+)?version\s+(\d+\.\d+[\w.+-]*)\s*$"), _version),
+    # the 0.15+ ASCII logo: "▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.20.0"
+    Extractor("version", ("version",), _F(r"^(?:[\s▄█▀▐▌]*)version\s+(\d+\.\d+[\w.+-]*)\s*$"), _version),
     Extractor("version", ("Launching vLLM",), _F(r"Launching vLLM \(v([\w.+-]+)\)"), _version),
-    Extractor("logo_model", ("model   ",), _F(r"^\s*(?:\S+\s+)?model\s{3}(\S+)\s*$"), _logo_model),
+    Extractor("logo_model", ("model   ",), _F(r"^(?:[\s▄█▀▐▌]*)model\s{3}(\S+)\s*$"), _logo_model),
     Extractor("command_line", ("vllm serve", "vllm.entrypoints", "vllm/vllm-", "api_server.py"),
               _F(r"^"), _command),
     Extractor("args", ("args: ",), _F(r"(?:non-default )?args: (.*)"), lambda m: {"dump": m.group(1)}),
@@ -473,7 +474,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
         r"Starting to load model|Loading model from scratch|Loading safetensors checkpoint shards|"
         r"Loading pt checkpoint shards|Loading weights"), _phase),
     Extractor("phase", ("profile run", "Memory profiling"), _F(r"Starting profile run|Memory profiling takes"), _phase),
-    Extractor("phase", ("Captur", "captur"), _F(
+    Extractor("phase", ("Captur", "captur", "CUDA graphs can take"), _F(
+        r"CUDA graphs can take additional|"
         r"Capturing (?:the model for CUDA graphs|cudagraphs|CUDA graph shapes|CUDA graphs)|"
         r"Profiling CUDA graph memory"), _phase),
     # the end of a start-up

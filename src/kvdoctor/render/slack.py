@@ -1,0 +1,207 @@
+"""Block Kit from `Report.as_records()`: verdict, cause, remedies with values, what to avoid, evidence.
+
+Slack refuses a message with more than 50 blocks or a section text over 3000 characters, and
+clips very large messages. The diagnosis itself (verdict, explanation, remedies, avoid list) is
+never cut: long texts are split over several sections. Evidence is what gives way: when it does
+not fit the budget it is summarised in the message and returned whole in `SlackMessage.overflow`
+so the adapter can upload it as a snippet (threads) or send it as a follow-up message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kvdoctor.render.labels import label
+
+MAX_BLOCKS = 50
+MAX_SECTION = 3000
+RESERVED_BLOCKS = 2  # room the adapter keeps for its own blocks (the share button)
+MESSAGE_BUDGET = 12000  # characters of block text in one message: far under Slack's limits
+EVIDENCE_LINES = 12  # evidence lines shown inline before the rest moves to the snippet
+EVIDENCE_LINE_CHARS = 240
+FALLBACK_CHARS = 300
+
+# Slack-only strings, per language (headings shared with other outputs come from labels.py).
+_SLACK_TEXT: dict[str, dict[str, str]] = {
+    "en": {"more_evidence": "{n} evidence line(s) in full: see the attached snippet / next message.",
+           "share": "Share in channel", "shared_by": "Shared by <@{user}>",
+           "evidence_file": "kvdoctor evidence"},
+    "zh": {"more_evidence": "完整的 {n} 行证据见附件片段或下一条消息。",
+           "share": "分享到频道", "shared_by": "由 <@{user}> 分享",
+           "evidence_file": "kvdoctor 证据"},
+}
+
+
+def slack_text(lang: str, key: str) -> str:
+    return _SLACK_TEXT.get(lang, _SLACK_TEXT["en"]).get(key, _SLACK_TEXT["en"][key])
+
+
+@dataclass(frozen=True)
+class SlackMessage:
+    """What to post: `blocks`, the notification `text`, and evidence that did not fit."""
+
+    blocks: tuple[dict[str, Any], ...]
+    text: str
+    overflow: str | None = None
+
+
+def chunk_text(text: str, limit: int = MAX_SECTION) -> list[str]:
+    """Split at line boundaries (a single overlong line at the limit) so nothing is lost."""
+    chunks: list[str] = []
+    current = ""
+    for line in text.split("\n"):
+        while len(line) > limit:
+            if current:
+                chunks.append(current)
+                current = ""
+            chunks.append(line[:limit])
+            line = line[limit:]
+        candidate = f"{current}\n{line}" if current else line
+        if len(candidate) > limit:
+            chunks.append(current)
+            candidate = line
+        current = candidate
+    if current or not chunks:
+        chunks.append(current)
+    return chunks
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def _context(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text[:MAX_SECTION]}]}
+
+
+def _sections(text: str) -> list[dict[str, Any]]:
+    return [_section(c) for c in chunk_text(text)]
+
+
+def _code_sections(lines: list[str]) -> list[dict[str, Any]]:
+    """Code blocks; each chunk gets its own fences so every section renders on its own."""
+    return [_section(f"```{c}```") for c in chunk_text("\n".join(lines), MAX_SECTION - 6)]
+
+
+def _value(v: Any) -> str:
+    return "" if v is None else f" → `{v}`"
+
+
+def _headline(records: dict[str, Any]) -> str:
+    lang = records.get("lang", "en")
+    diagnoses = records.get("diagnoses") or []
+    title = f" — {diagnoses[0]['title']}" if diagnoses else ""
+    return f"*{label(lang, 'verdict')}: `{records['verdict']}`*{title}"
+
+
+def fallback_text(records: dict[str, Any]) -> str:
+    """The notification / screen-reader text of the message."""
+    diagnoses = records.get("diagnoses") or []
+    title = f" — {diagnoses[0]['title']}" if diagnoses else ""
+    return f"kvdoctor: {records['verdict']}{title}"[:FALLBACK_CHARS]
+
+
+def _meta(d: dict[str, Any]) -> str:
+    parts = [f"`{d['rule']}`", d["severity"], f"{d['confidence']} confidence"]
+    parts += [f"{k}: `{d[k]}`" for k in ("cause", "phase") if d.get(k)]
+    return " · ".join(parts)
+
+
+def _diagnosis_blocks(d: dict[str, Any], lang: str) -> list[dict[str, Any]]:
+    blocks = [_context(_meta(d)), *_sections(f"*{label(lang, 'why')}:* {d['explanation']}")]
+    if d.get("remedies"):
+        lines = [f"{n}. `{r['action']}`{_value(r['value'])}: {r['text']}"
+                 for n, r in enumerate(d["remedies"], 1)]
+        blocks += _sections(f"*{label(lang, 'do')}:*\n" + "\n".join(lines))
+    if d.get("avoid"):
+        lines = [f"• `{a['action']}`: {a['why']}" for a in d["avoid"]]
+        blocks += _sections(f"*{label(lang, 'avoid')}:* :no_entry_sign:\n" + "\n".join(lines))
+    return blocks
+
+
+def evidence_lines(d: dict[str, Any]) -> list[str]:
+    return [f"{e['line']:>6} | {e['text']}" for e in d.get("evidence") or []]
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= EVIDENCE_LINE_CHARS else line[: EVIDENCE_LINE_CHARS - 1] + "…"
+
+
+def _evidence_blocks(full: list[str], lang: str, room: int) -> tuple[list[dict[str, Any]], bool]:
+    """Inline evidence that fits `room` characters; True when some of it went to the overflow."""
+    shown = [_clip(x) for x in full[:EVIDENCE_LINES]]
+    cut = len(shown) < len(full) or any(len(x) > EVIDENCE_LINE_CHARS for x in full[:EVIDENCE_LINES])
+    while shown and len("\n".join(shown)) > room:
+        shown.pop()
+        cut = True
+    blocks = [_section(f"*{label(lang, 'evidence')}:*")] if full else []
+    if shown:
+        blocks += _code_sections(shown)
+    if cut:
+        blocks.append(_context(slack_text(lang, "more_evidence").format(n=len(full))))
+    return blocks, cut
+
+
+def _size(blocks: list[dict[str, Any]]) -> int:
+    return sum(len(_block_text(b)) for b in blocks)
+
+
+def _block_text(block: dict[str, Any]) -> str:
+    if "text" in block:
+        return str(block["text"]["text"])
+    return "".join(str(e.get("text", "")) for e in block.get("elements", []))
+
+
+def _tail_blocks(records: dict[str, Any], lang: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    others = (records.get("diagnoses") or [])[1:]
+    if others:
+        out.append(_context(f"*{label(lang, 'also')}:* " + ", ".join(
+            f"`{d['rule']}` ({d['class']})" for d in others)))
+    notes = records.get("notes") or []
+    if notes:
+        out.append(_context(f"*{label(lang, 'notes')}:* " + " / ".join(notes)))
+    return out
+
+
+def render_blocks(records: dict[str, Any], *, lang: str | None = None) -> SlackMessage:
+    """Block Kit message for a report record (the dict of `Report.as_records()`)."""
+    lang = lang or records.get("lang", "en")
+    diagnoses = records.get("diagnoses") or []
+    blocks = _sections(_headline(records))
+    if not diagnoses:
+        blocks += _sections(label(lang, "none") if records["verdict"] == "unknown" else "—")
+    primary = diagnoses[0] if diagnoses else None
+    if primary is not None:
+        blocks += _diagnosis_blocks(primary, lang)
+    tail = _tail_blocks(records, lang)
+    overflow = None
+    if primary is not None and primary.get("evidence"):
+        full = evidence_lines(primary)
+        block_room = MAX_BLOCKS - RESERVED_BLOCKS - len(blocks) - len(tail) - 2
+        room = min(MESSAGE_BUDGET - _size(blocks) - _size(tail), max(block_room, 0) * (MAX_SECTION - 6))
+        ev_blocks, cut = _evidence_blocks(full, lang, max(room, 0))
+        blocks += ev_blocks
+        overflow = "\n".join(full) if cut else None
+    blocks += tail
+    return SlackMessage(tuple(_fit(blocks)), fallback_text(records), overflow)
+
+
+def _fit(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Last guard: a diagnosis with dozens of remedies still stays under the block limit."""
+    limit = MAX_BLOCKS - RESERVED_BLOCKS
+    if len(blocks) <= limit:
+        return blocks
+    return blocks[: limit - 1] + [_context("… (message shortened: run `kvdoctor diagnose` for the rest)")]
+
+
+def overflow_messages(overflow: str, lang: str, *, per_message: int = 20) -> list[SlackMessage]:
+    """Full evidence as follow-up messages (for replies that cannot carry a file)."""
+    chunks = chunk_text(overflow, MAX_SECTION - 6)
+    out = []
+    for start in range(0, len(chunks), per_message):
+        part = chunks[start:start + per_message]
+        blocks = [_section(f"*{label(lang, 'evidence')}:*")] + [_section(f"```{c}```") for c in part]
+        out.append(SlackMessage(tuple(blocks), f"kvdoctor {label(lang, 'evidence')}"))
+    return out
