@@ -226,7 +226,7 @@ def _max_len_v1(m: re.Match[str]) -> Fields:
         "needed_kv_gib": _g(m, 2),
         "kv_cache_gib": _g(m, 3),
     }
-    est = re.search(r"estimated maximum model length is ([\d,]+)", m.string)
+    est = re.search(r"estimated maximum model length is (\d+(?:,\d{3})*)", m.string)
     if est:
         fields["estimated_max_model_len"] = to_int(est.group(1))
     return fields
@@ -344,7 +344,7 @@ def _phase(m: re.Match[str]) -> Fields:
     text = m.group(0).lower()
     if "profiling cuda graph" in text:
         phase = "cuda_graph_profile"
-    elif "captur" in text:
+    elif "captur" in text or "cuda graphs can take" in text:
         phase = "cuda_graph_capture"
     elif "profil" in text:
         phase = "profile_run"
@@ -395,15 +395,15 @@ EXTRACTORS: tuple[Extractor, ...] = (
         r"Available KV cache memory: (-?\d+(?:\.\d+)?) ?GiB"), _kv_gib),
     # §5 blocks and tokens
     Extractor("gpu_blocks", ("blocks:",), _F(
-        r"# (GPU|CUDA|cuda|TPU|HPU|XPU|NPU|npu|xpu|hpu|rocm|ROCm|\w+) blocks: ([\d,]+)(?:, # CPU blocks: ([\d,]+))?"),
+        r"# (GPU|CUDA|cuda|TPU|HPU|XPU|NPU|npu|xpu|hpu|rocm|ROCm|\w+) blocks: (\d+(?:,\d{3})*)(?:, # CPU blocks: (\d+(?:,\d{3})*))?"),
         _blocks),
     Extractor("kv_cache_size", ("KV cache size:",), _F(
-        r"((?:GPU|XPU|CPU|TPU|NPU|HPU)(?: \+ host)?) KV cache size: ([\d,]+) tokens"
-        r"(?:, Maximum concurrency for ([\d,]+) tokens per request: (\d+(?:\.\d+)?)x)?"), _kv_size),
+        r"((?:GPU|XPU|CPU|TPU|NPU|HPU)(?: \+ host)?) KV cache size: (\d+(?:,\d{3})*) tokens"
+        r"(?:, Maximum concurrency for (\d+(?:,\d{3})*) tokens per request: (\d+(?:\.\d+)?)x)?"), _kv_size),
     Extractor("max_concurrency", ("Maximum concurrency",), _F(
-        r"^(?!.*KV cache size).*Maximum concurrency for ([\d,]+) tokens per request: (\d+(?:\.\d+)?)x"), _concurrency),
+        r"^(?!.*KV cache size).*Maximum concurrency for (\d+(?:,\d{3})*) tokens per request: (\d+(?:\.\d+)?)x"), _concurrency),
     Extractor("cache_config_info", ("cache_config_info",), _F(
-        r"initialization after num_gpu_blocks is: ([\d,]+)"), _cache_info),
+        r"initialization after num_gpu_blocks is: (\d+(?:,\d{3})*)"), _cache_info),
     Extractor("blocks_override", ("num_gpu_blocks_override",), _F(
         r"Overriding num_gpu_blocks=(\d+) with num_gpu_blocks_override=(\d+)"), _override),
     # §6 CUDA graphs
@@ -430,43 +430,43 @@ EXTRACTORS: tuple[Extractor, ...] = (
         r"Initial free memory (-?\d+(?:\.\d+)?) ?GiB, reserved (-?\d+(?:\.\d+)?) ?GiB memory for KV Cache"), _kv_bytes),
     Extractor("kv_cache_memory_bytes", ("startup plan",), _F(
         r"kv_cache_memory_bytes=(\d+) \((\d+(?:\.\d+)?) GiB\)"), _startup_plan),
-    Extractor("auto_fit", ("Auto-fit max_model_len",), _F(r"reduced from ([\d,]+) to ([\d,]+)"), _auto_fit),
-    Extractor("auto_fit", ("Auto-fit max_model_len",), _F(r"full model context length ([\d,]+) fits"),
+    Extractor("auto_fit", ("Auto-fit max_model_len",), _F(r"reduced from (\d+(?:,\d{3})*) to (\d+(?:,\d{3})*)"), _auto_fit),
+    Extractor("auto_fit", ("Auto-fit max_model_len",), _F(r"full model context length (\d+(?:,\d{3})*) fits"),
               lambda m: {"max_model_len": to_int(m.group(1))}),
     # §7 / §8 the errors
     Extractor("no_cache_blocks_error", ("No available memory for the cache blocks",), _F(
         r"No available memory for the cache blocks"), _nothing),
     Extractor("auto_fit_error", ("Cannot auto-fit max_model_len",), _F(r"Cannot auto-fit max_model_len"), _nothing),
     Extractor("max_len_error", ("max seq len",), _F(
-        r"max seq len \(([\d,]+)\) is larger than the maximum number of tokens that can be stored in KV "
-        r"cache \(([\d,]+)\)"), _max_len_v0),
+        r"max seq len \((\d+(?:,\d{3})*)\) is larger than the maximum number of tokens that can be stored in KV "
+        r"cache \((\d+(?:,\d{3})*)\)"), _max_len_v0),
     Extractor("max_len_error", ("max seq len",), _F(
-        r"To serve at least one request with the models?'s max seq len \(([\d,]+)\),?\s*\(?(\d+(?:\.\d+)?) ?Gi?B KV "
+        r"To serve at least one request with the models?'s max seq len \((\d+(?:,\d{3})*)\),?\s*\(?(\d+(?:\.\d+)?) ?Gi?B KV "
         r"cache is needed, which is larger than the available KV cache memory \((-?\d+(?:\.\d+)?) ?Gi?B\)"), _max_len_v1),
     Extractor("profiling_assert", ("Error in memory profiling",), _F(
         r"Error in memory profiling\.(?: Initial (free|used) memory (\d+(?:\.\d+)?)(?: ?GiB)?, current(?:ly used)?"
         r"(?: free)? memory (\d+(?:\.\d+)?))?"), _profiling_assert),
     Extractor("mamba_blocks_error", ("Mamba cache blocks",), _F(
-        r"max_num_seqs \(([\d,]+)\) exceeds available Mamba cache blocks \(([\d,]+)\)"), _mamba),
+        r"max_num_seqs \((\d+(?:,\d{3})*)\) exceeds available Mamba cache blocks \((\d+(?:,\d{3})*)\)"), _mamba),
     Extractor("mamba_blocks_capped", ("Mamba cache blocks",), _F(
-        r"(?i)(?:capping|reducing|lowering|limit(?:ing)?) max_num_seqs.*?Mamba cache blocks \(?([\d,]+)"), _mamba_cap),
+        r"(?i)(?:capping|reducing|lowering|limit(?:ing)?) max_num_seqs.*?Mamba cache blocks \(?(\d+(?:,\d{3})*)"), _mamba_cap),
     Extractor("warmup_oom", ("occurred when warming up",), _F(
-        r"out of memory occurred when warming up (sampler|pooler[^)]*\)?) with ([\d,]+) dummy requests"), _warmup_oom),
+        r"out of memory occurred when warming up (sampler|pooler[^)]*\)?) with (\d+(?:,\d{3})*) dummy requests"), _warmup_oom),
     # §10 PyTorch OOM, every wording
     Extractor("cuda_oom", ("out of memory",), _F(r"(CUDA|XPU|NPU|HIP) out of memory\."), _cuda_oom),
     Extractor("cuda_oom", ("out of memory",), _F(r"(CUDA|NPU) error: out of memory"), _cuda_oom),
     Extractor("cuda_oom", ("OutOfMemoryError",), _F(r"(NPU|XPU)?\w*OutOfMemoryError"), _cuda_oom),
     # §8.3 / §9.3 related messages
     Extractor("user_max_len_warning", ("User-specified max_model_len",), _F(
-        r"User-specified max_model_len \(([\d,]+)\) is greater than the derived max_model_len \(([^)]*)\)"), _user_len),
+        r"User-specified max_model_len \((\d+(?:,\d{3})*)\) is greater than the derived max_model_len \(([^)]*)\)"), _user_len),
     Extractor("long_context_warning", ("long context length",), _F(
-        r"The model has a long context length \(([\d,]+)\)"), _long_ctx),
+        r"The model has a long context length \((\d+(?:,\d{3})*)\)"), _long_ctx),
     Extractor("batched_tokens_error", ("is smaller than max_model_len",), _F(
-        r"max_num_batched_tokens \(([\d,]+)\) is smaller than max_model_len \(([\d,]+)\)"), _batched_error),
+        r"max_num_batched_tokens \((\d+(?:,\d{3})*)\) is smaller than max_model_len \((\d+(?:,\d{3})*)\)"), _batched_error),
     Extractor("setting", ("Setting max_num", "Defaulting max_num"), _F(
-        r"(?:Setting|Defaulting) (max_num_batched_tokens|max_num_seqs) to ([\d,]+)"), _setting),
+        r"(?:Setting|Defaulting) (max_num_batched_tokens|max_num_seqs) to (\d+(?:,\d{3})*)"), _setting),
     Extractor("setting", ("Chunked prefill is enabled with",), _F(
-        r"Chunked prefill is enabled with max_num_batched_tokens=([\d,]+)"), _chunked),
+        r"Chunked prefill is enabled with max_num_batched_tokens=(\d+(?:,\d{3})*)"), _chunked),
     Extractor("platform", ("detected platform",), _F(r"detected platform (\w+)"), _platform),
     # start-up phases, used to place an OOM (§6, §3)
     Extractor("phase", ("Starting to load model", "Loading model from scratch", "Loading safetensors",

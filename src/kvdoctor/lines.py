@@ -85,9 +85,10 @@ def _maybe_gunzip(stream: BinaryIO) -> BinaryIO:
 def iter_raw_lines(stream: BinaryIO) -> Iterator[bytes]:
     """Yield physical lines (without the trailing newline) in bounded memory."""
     tail = b""
+    read = getattr(stream, "read1", stream.read)  # read1: a truncated gzip still yields its start
     while True:
         try:
-            chunk = stream.read(CHUNK)
+            chunk = read(CHUNK)
         except (OSError, EOFError) as exc:  # truncated gzip, I/O error: keep what we have
             if tail:
                 yield tail
@@ -145,7 +146,7 @@ _WRAPPERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # HF transformers / LlamaFactory: "[WARNING|logging.py:329] 2025-03-10 21:43:12,326 >> "
     ("hf", re.compile(r"^\[[A-Z]+\|[\w.]+:\d+\] [\d-]+ [\d:,]+ >> ")),
     # CloudWatch / Cloud Logging / kubectl --timestamps: a leading ISO timestamp, optional severity
-    ("stamp", re.compile(rf"^\[?{_ISO}\]?(?:\t[\w-]*\t|\s+)(?:\[?(?:info|INFO|warn|WARN|error|ERROR|DEFAULT)\]?\s+)?")),
+    ("stamp", re.compile(rf"^\[?{_ISO}\]?(?:\t[\w-]*\t|\s+)(?:\[?(?:info|INFO|warn|WARN|error|ERROR|DEFAULT)\]?\s+(?!\d\d-\d\d \d\d:))?")),
     # glog (torch, klog): "W1223 23:34:22.775000 1116 torch/utils/x.py:2425] "
     ("glog", re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\]\s?")),
     # platform prefixes: "[vllm]: " (Akash), torch elastic "[rank0]: "
@@ -158,7 +159,7 @@ _PROC = re.compile(
     r"^\(?(?P<proc>[A-Za-z_][\w\- ]*?(?: rank=\d+| TP\d+| PP\d+_TP\d+)?) pid=(?P<pid>\d+)"
     r"(?:, ip=[\w.:-]+)?\)\s?"
 )
-_RANK_IN_PROC = re.compile(r"(?:rank=|_TP|TP|_DP|rank)(\d+)")
+_RANK_IN_PROC = re.compile(r"(?:rank=|TP)(\d+)")  # the tensor-parallel rank, not a DP index
 _REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
 # vLLM's own header, every era: "INFO 04-27 10:13:05 llm_engine.py:275] " and
 # "INFO 05-16 18:43:01 [gpu_model_runner.py:1186] " (DEBUG paths may hold "/" and "...").

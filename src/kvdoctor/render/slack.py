@@ -9,6 +9,10 @@ so the adapter can upload it as a snippet (threads) or send it as a follow-up me
 
 from __future__ import annotations
 
+import base64
+import json
+import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +25,8 @@ MESSAGE_BUDGET = 12000  # characters of block text in one message: far under Sla
 EVIDENCE_LINES = 12  # evidence lines shown inline before the rest moves to the snippet
 EVIDENCE_LINE_CHARS = 240
 FALLBACK_CHARS = 300
+SHARE_ACTION = "kvdoctor_share"
+BUTTON_VALUE_CHARS = 2000  # Slack's limit for a button value
 
 # Slack-only strings, per language (headings shared with other outputs come from labels.py).
 _SLACK_TEXT: dict[str, dict[str, str]] = {
@@ -205,3 +211,52 @@ def overflow_messages(overflow: str, lang: str, *, per_message: int = 20) -> lis
         blocks = [_section(f"*{label(lang, 'evidence')}:*")] + [_section(f"```{c}```") for c in part]
         out.append(SlackMessage(tuple(blocks), f"kvdoctor {label(lang, 'evidence')}"))
     return out
+
+
+# ---- the share button carries its own report (no server-side state) ----
+
+
+def pack_share(records: Mapping[str, Any]) -> str | None:
+    """The report, slimmed, zlib'ed and base64'ed into a button value; None if it cannot fit."""
+    diagnoses = list(records.get("diagnoses") or [])
+    for evidence_lines in (EVIDENCE_LINES, 3, 0):
+        slim = {"verdict": records["verdict"], "lang": records.get("lang", "en"),
+                "diagnoses": [_slim(d, evidence_lines) for d in diagnoses[:1]]
+                + [{"rule": d["rule"], "class": d["class"]} for d in diagnoses[1:]],
+                "notes": []}
+        raw = json.dumps(slim, ensure_ascii=False, separators=(",", ":")).encode()
+        value = base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode()
+        if len(value) <= BUTTON_VALUE_CHARS:
+            return value
+    return None
+
+
+def _slim(d: Mapping[str, Any], evidence_lines: int) -> dict[str, Any]:
+    out = {k: d[k] for k in ("rule", "class", "cause", "phase", "severity", "confidence", "title",
+                             "explanation", "remedies", "avoid")}
+    out["evidence"] = [{"line": e["line"], "text": e["text"][:EVIDENCE_LINE_CHARS]}
+                       for e in (d.get("evidence") or [])[:evidence_lines]]
+    return out
+
+
+def unpack_share(value: str) -> dict[str, Any] | None:
+    try:
+        raw = zlib.decompressobj().decompress(base64.urlsafe_b64decode(value.encode()), 1 << 20)
+        data = json.loads(raw)
+    except (ValueError, zlib.error):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("verdict"), str) else None
+
+
+def share_button(records: Mapping[str, Any], lang: str) -> list[dict[str, Any]]:
+    value = pack_share(records)
+    if value is None:
+        return []
+    button = {"type": "button", "action_id": SHARE_ACTION, "value": value,
+              "text": {"type": "plain_text", "text": slack_text(lang, "share")}}
+    return [{"type": "actions", "elements": [button]}]
+
+
+def message_payload(message: SlackMessage, extra_blocks: list[dict[str, Any]] | None = None,
+                    ) -> dict[str, Any]:
+    return {"text": message.text, "blocks": [*message.blocks, *(extra_blocks or [])]}

@@ -1,0 +1,125 @@
+"""Reading lines: decoding, ANSI, carriage returns and the wrappers real pastes carry."""
+
+from __future__ import annotations
+
+import gzip
+import io
+
+import pytest
+
+from kvdoctor.lines import Line, decode, iter_raw_lines, normalise, open_source, peel, InputError
+
+MSG = "Available KV cache memory: 6.51 GiB"
+
+
+@pytest.mark.parametrize(
+    ("raw", "proc", "pid", "rank", "container"),
+    [
+        # vLLM header, 0.8.0+ with brackets, and the bare message
+        (f"INFO 10-03 16:22:17 [gpu_worker.py:298] {MSG}", None, None, None, None),
+        # vLLM header before 0.8.0: no opening bracket
+        (f"INFO 04-27 10:13:05 llm_engine.py:275] {MSG}", None, None, None, None),
+        # DEBUG file path with "/" and "..."
+        (f"DEBUG 09-15 08:00:11 [v1/.../gpu_worker.py:298] {MSG}", None, None, None, None),
+        # V1 engine core and workers
+        (f"(EngineCore_DP0 pid=1133552) INFO 10-03 16:22:17 [gpu_worker.py:298] {MSG}", "EngineCore_DP0", 1133552, None, None),
+        (f"(VllmWorker rank=1 pid=2445156) INFO 05-10 16:00:15 [gpu_worker.py:1] {MSG}", "VllmWorker rank=1", 2445156, 1, None),
+        (f"(Worker_TP3 pid=150) INFO 05-14 00:04:17 [gpu_worker.py:460] {MSG}", "Worker_TP3", 150, 3, None),
+        (f"(RayWorkerWrapper pid=48213, ip=10.0.0.2) INFO 01-05 10:13:05 model_runner.py:501] {MSG}", "RayWorkerWrapper", 48213, None, None),
+        # the leading "(" lost in a paste (corpus 003)
+        (f"EngineCore_0 pid=1597554) {MSG}", "EngineCore_0", 1597554, None, None),
+        # raw ESC colour around the prefix (0.4.2..0.11.2), and the "#033[" / "^[[" paste forms
+        (f"\x1b[1;36m(VllmWorkerProcess pid=3061)\x1b[0;0m INFO 08-06 14:20:43 worker.py:1] {MSG}", "VllmWorkerProcess", 3061, None, None),
+        (f"#033[1;36m(VllmWorkerProcess pid=3061)#033[0;0m INFO 08-06 14:20:43 worker.py:1] {MSG}", "VllmWorkerProcess", 3061, None, None),
+        (f"^[[1;36m(VllmWorkerProcess pid=3061)^[[0;0m INFO 08-06 14:20:43 worker.py:1] {MSG}", "VllmWorkerProcess", 3061, None, None),
+        # docker compose
+        (f"vllm-1  | INFO 10-03 16:22:17 [gpu_worker.py:298] {MSG}", None, None, None, "vllm-1"),
+        (f"vllm_server_1 | (EngineCore_DP0 pid=7) INFO 10-03 16:22:17 [gpu_worker.py:298] {MSG}", "EngineCore_DP0", 7, None, "vllm_server_1"),
+        # FastChat worker
+        (f"2024-05-01 12:00:00 | ERROR | stderr | INFO 05-01 12:00:00 gpu_executor.py:1] {MSG}", None, None, None, "stderr"),
+        # Buildkite
+        (f"  | [2024-05-01T12:00:00Z] INFO 05-01 12:00:00 [gpu_worker.py:1] {MSG}", None, None, None, None),
+        (f"_bk;t=1714567890123\x07INFO 05-01 12:00:00 [gpu_worker.py:1] {MSG}", None, None, None, None),
+        # Kubernetes CRI and kubectl --timestamps / Cloud Logging / CloudWatch
+        (f"2024-09-02T16:58:05.768614Z stdout F INFO 09-02 16:58:05 [gpu_worker.py:1] {MSG}", None, None, None, "stdout"),
+        (f"2024-09-02T16:58:05.768614Z INFO 09-02 16:58:05 [gpu_worker.py:1] {MSG}", None, None, None, None),
+        (f"2024-09-02T16:58:05.768Z\tabc-123\t{MSG}", None, None, None, None),
+        # TorchServe MODEL_LOG (corpus 099)
+        (f"2024-09-13T22:25:38,258 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - (VllmWorkerProcess pid=2716901) INFO 09-13 22:25:38 model_runner.py:1008] {MSG}", "VllmWorkerProcess", 2716901, None, "W-9000-model_1.0-stdout"),
+        # torch elastic and platform prefixes (corpus 057), nested
+        (f"[vllm]: [rank0]: {MSG}", None, None, 0, "vllm"),
+        # HF transformers / LlamaFactory logger
+        (f"[WARNING|logging.py:329] 2025-03-10 21:43:12,326 >> {MSG}", None, None, None, None),
+        # JSON lines: docker json-file and structured loggers
+        ('{"log": "INFO 10-03 16:22:17 [gpu_worker.py:298] ' + MSG + '\\n", "stream": "stdout", "time": "2024-01-01T00:00:00Z"}', None, None, None, "stdout"),
+        ('{"message": "(EngineCore_DP0 pid=5) ' + MSG + '", "kubernetes": {"container_name": "vllm"}}', "EngineCore_DP0", 5, None, "vllm"),
+    ],
+)
+def test_peels_wrappers(raw: str, proc: str | None, pid: int | None, rank: int | None, container: str | None) -> None:
+    message, origin = peel(decode(raw.encode()))
+    assert message == MSG
+    assert (origin.proc, origin.pid, origin.rank, origin.container) == (proc, pid, rank, container)
+
+
+def test_ray_repeated_suffix_is_recorded() -> None:
+    message, origin = peel(f"(RayWorkerWrapper pid=9, ip=10.0.0.3) {MSG} [repeated 30x across cluster]")
+    assert message == MSG and origin.repeated == 30
+
+
+def test_header_keeps_level_stamp_and_bracket_form() -> None:
+    _, new = peel(f"WARNING 05-16 18:43:01 [gpu_model_runner.py:1186] {MSG}")
+    _, old = peel(f"WARNING 05-16 18:43:01 gpu_model_runner.py:1186] {MSG}")
+    assert (new.level, new.stamp, new.src) == ("WARNING", "05-16 18:43:01", "[gpu_model_runner.py:1186")
+    assert old.src == "gpu_model_runner.py:1186"
+
+
+def test_carriage_return_progress_bar_keeps_last_frame() -> None:
+    raw = b"Loading shards:  25%|##  | 1/4\rLoading shards:  50%|#### | 2/4\rLoading shards: 100%|########| 4/4\r"
+    assert decode(raw) == "Loading shards: 100%|########| 4/4"
+
+
+def test_invalid_utf8_is_replaced_not_fatal() -> None:
+    assert decode(b"GPU blocks: \xff\xfe 12") == "GPU blocks: \ufffd\ufffd 12"
+
+
+def test_crlf_and_nul_bytes() -> None:
+    assert decode(b"INFO x\r") == "INFO x"
+    assert decode(b"a\x00b") == "ab"
+
+
+def test_line_numbers_are_original() -> None:
+    lines = list(normalise([b"first", b"", b"(Worker_TP1 pid=3) third"]))
+    assert [(line.number, line.text) for line in lines] == [(1, "first"), (2, ""), (3, "third")]
+    assert isinstance(lines[2], Line) and lines[2].origin.rank == 1
+
+
+def test_gzip_and_plain_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    plain = tmp_path / "a.log"
+    plain.write_bytes(b"one\ntwo\n")
+    packed = tmp_path / "a.log.gz"
+    packed.write_bytes(gzip.compress(b"one\ntwo\n"))
+    for path in (plain, packed):
+        assert list(iter_raw_lines(open_source(str(path)))) == [b"one", b"two"]
+
+
+def test_truncated_gzip_keeps_what_was_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    packed = tmp_path / "cut.log.gz"
+    packed.write_bytes(gzip.compress(b"line\n" * 10000)[:-20])
+    got: list[bytes] = []
+    with pytest.raises(InputError):
+        for line in iter_raw_lines(open_source(str(packed))):
+            got.append(line)
+    assert len(got) > 1000
+
+
+@pytest.mark.parametrize(("path", "expect"), [("missing.log", "no such file"), (".", "is a directory")])
+def test_unreadable_paths_give_one_line_errors(tmp_path, monkeypatch, path: str, expect: str) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError) as info:
+        open_source(path)
+    assert expect in str(info.value) and "\n" not in str(info.value)
+
+
+def test_no_newline_pathological_line_is_cut() -> None:
+    stream = io.BufferedReader(io.BytesIO(b"x" * (6 << 20)))  # type: ignore[arg-type]
+    assert sum(len(part) for part in iter_raw_lines(stream)) == 6 << 20
