@@ -67,8 +67,8 @@ class _Build(Transformer[Token, Node]):
     def arith(self, items: list[Any]) -> Node:
         return Op("arith", (items[0], items[2]), str(items[1]))
 
-    def neg(self, items: list[Node]) -> Node:
-        return Op("neg", (items[0],))
+    def signed(self, items: list[Any]) -> Node:
+        return Op("neg", (items[1],)) if str(items[0]) == "-" else items[1]
 
     def in_(self, items: list[Any]) -> Node:
         return Op("in", (items[0],), items[1])
@@ -119,7 +119,9 @@ class _Build(Transformer[Token, Node]):
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark.open_from_package("kvdoctor", "conditions.lark", parser="lalr", maybe_placeholders=True)
+    # the basic lexer keeps keywords keywords, so `a <= and b` is reported at `and`
+    return Lark.open_from_package("kvdoctor", "conditions.lark", parser="lalr", lexer="basic",
+                                  maybe_placeholders=True)
 
 
 def build(text: str) -> Node:

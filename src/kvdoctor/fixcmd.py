@@ -59,7 +59,9 @@ class Correction:
     argv: tuple[str, ...]
 
 
-def flag_value(action: str, value: Any, current: dict[str, Any]) -> tuple[FlagSpec, str | None] | None:
+def flag_value(
+    action: str, value: Any, current: dict[str, Any]
+) -> tuple[FlagSpec, str | None] | None:
     """The flag and its new text value for a remedy, or None when it is not one flag change
     (unknown action, no value, a value vLLM would reject, or one that turns the wrong way)."""
     spec = ACTION_FLAGS.get(action)

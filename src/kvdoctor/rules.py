@@ -209,6 +209,9 @@ def _build(ld: _Loader, data: dict[str, Any]) -> Rule | None:
     when = ld.expr("when", data.get("when"), ld.marks.get("when"))
     if when is not None:
         _check_names(ld, when, defines, "when")
+    for key, text in (("title", title), ("explain", explain)):
+        if text is not None:
+            _check_template(ld, text, defines, key)
     remedies = tuple(_remedies(ld, data.get("remedies") or [], defines))
     avoid = tuple(_avoids(ld, data.get("avoid") or [], defines))
     bounds = _bounds(ld, data.get("vllm"))

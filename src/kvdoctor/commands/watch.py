@@ -46,7 +46,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser)
     parser.add_argument("--fail-on", choices=("error", "warning", "never"), default="error",
-                        help="exit 1 at EOF when the last attempt's diagnosis is at least this severe")
+                        help="exit 1 at EOF when the last attempt's diagnosis is this severe")
 
 
 # ---- the tee loop ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Block Kit from `Report.as_records()`: verdict, cause, remedies with values, what to avoid, evidence.
+"""Block Kit from `Report.as_records()`: verdict, cause, remedies, what to avoid, evidence.
 
 Slack refuses a message with more than 50 blocks or a section text over 3000 characters, and
 clips very large messages. The diagnosis itself (verdict, explanation, remedies, avoid list) is
@@ -30,12 +30,20 @@ BUTTON_VALUE_CHARS = 2000  # Slack's limit for a button value
 
 # Slack-only strings, per language (headings shared with other outputs come from labels.py).
 _SLACK_TEXT: dict[str, dict[str, str]] = {
-    "en": {"more_evidence": "{n} evidence line(s) in full: see the attached snippet / next message.",
-           "share": "Share in channel", "shared_by": "Shared by <@{user}>",
-           "evidence_file": "kvdoctor evidence"},
-    "zh": {"more_evidence": "完整的 {n} 行证据见附件片段或下一条消息。",
-           "share": "分享到频道", "shared_by": "由 <@{user}> 分享",
-           "evidence_file": "kvdoctor 证据"},
+    "en": {
+        "more_evidence": "{n} evidence line(s) in full: see the attached snippet / next message.",
+        "share": "Share in channel",
+        "shared_by": "Shared by <@{user}>",
+        "evidence_file": "kvdoctor evidence",
+        "working": "Diagnosing the log…",
+    },
+    "zh": {
+        "more_evidence": "完整的 {n} 行证据见附件片段或下一条消息。",
+        "share": "分享到频道",
+        "shared_by": "由 <@{user}> 分享",
+        "evidence_file": "kvdoctor 证据",
+        "working": "正在诊断日志…",
+    },
 }
 
 
@@ -117,8 +125,10 @@ def _meta(d: dict[str, Any]) -> str:
 def _diagnosis_blocks(d: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     blocks = [_context(_meta(d)), *_sections(f"*{label(lang, 'why')}:* {d['explanation']}")]
     if d.get("remedies"):
-        lines = [f"{n}. `{r['action']}`{_value(r['value'])}: {r['text']}"
-                 for n, r in enumerate(d["remedies"], 1)]
+        lines = [
+            f"{n}. `{r['action']}`{_value(r['value'])}: {r['text']}"
+            for n, r in enumerate(d["remedies"], 1)
+        ]
         blocks += _sections(f"*{label(lang, 'do')}:*\n" + "\n".join(lines))
     if d.get("avoid"):
         lines = [f"• `{a['action']}`: {a['why']}" for a in d["avoid"]]
@@ -163,8 +173,12 @@ def _tail_blocks(records: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     others = (records.get("diagnoses") or [])[1:]
     if others:
-        out.append(_context(f"*{label(lang, 'also')}:* " + ", ".join(
-            f"`{d['rule']}` ({d['class']})" for d in others)))
+        out.append(
+            _context(
+                f"*{label(lang, 'also')}:* "
+                + ", ".join(f"`{d['rule']}` ({d['class']})" for d in others)
+            )
+        )
     notes = records.get("notes") or []
     if notes:
         out.append(_context(f"*{label(lang, 'notes')}:* " + " / ".join(notes)))
@@ -186,7 +200,9 @@ def render_blocks(records: dict[str, Any], *, lang: str | None = None) -> SlackM
     if primary is not None and primary.get("evidence"):
         full = evidence_lines(primary)
         block_room = MAX_BLOCKS - RESERVED_BLOCKS - len(blocks) - len(tail) - 2
-        room = min(MESSAGE_BUDGET - _size(blocks) - _size(tail), max(block_room, 0) * (MAX_SECTION - 6))
+        room = min(
+            MESSAGE_BUDGET - _size(blocks) - _size(tail), max(block_room, 0) * (MAX_SECTION - 6)
+        )
         ev_blocks, cut = _evidence_blocks(full, lang, max(room, 0))
         blocks += ev_blocks
         overflow = "\n".join(full) if cut else None
@@ -199,16 +215,20 @@ def _fit(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     limit = MAX_BLOCKS - RESERVED_BLOCKS
     if len(blocks) <= limit:
         return blocks
-    return blocks[: limit - 1] + [_context("… (message shortened: run `kvdoctor diagnose` for the rest)")]
+    return blocks[: limit - 1] + [
+        _context("… (message shortened: run `kvdoctor diagnose` for the rest)")
+    ]
 
 
-def overflow_messages(overflow: str, lang: str, *, per_message: int = 20) -> list[SlackMessage]:
+def overflow_messages(overflow: str, lang: str, *, per_message: int = 4) -> list[SlackMessage]:
     """Full evidence as follow-up messages (for replies that cannot carry a file)."""
     chunks = chunk_text(overflow, MAX_SECTION - 6)
     out = []
     for start in range(0, len(chunks), per_message):
-        part = chunks[start:start + per_message]
-        blocks = [_section(f"*{label(lang, 'evidence')}:*")] + [_section(f"```{c}```") for c in part]
+        part = chunks[start : start + per_message]
+        blocks = [_section(f"*{label(lang, 'evidence')}:*")] + [
+            _section(f"```{c}```") for c in part
+        ]
         out.append(SlackMessage(tuple(blocks), f"kvdoctor {label(lang, 'evidence')}"))
     return out
 
@@ -220,10 +240,13 @@ def pack_share(records: Mapping[str, Any]) -> str | None:
     """The report, slimmed, zlib'ed and base64'ed into a button value; None if it cannot fit."""
     diagnoses = list(records.get("diagnoses") or [])
     for evidence_lines in (EVIDENCE_LINES, 3, 0):
-        slim = {"verdict": records["verdict"], "lang": records.get("lang", "en"),
-                "diagnoses": [_slim(d, evidence_lines) for d in diagnoses[:1]]
-                + [{"rule": d["rule"], "class": d["class"]} for d in diagnoses[1:]],
-                "notes": []}
+        slim = {
+            "verdict": records["verdict"],
+            "lang": records.get("lang", "en"),
+            "diagnoses": [_slim(d, evidence_lines) for d in diagnoses[:1]]
+            + [{"rule": d["rule"], "class": d["class"]} for d in diagnoses[1:]],
+            "notes": [],
+        }
         raw = json.dumps(slim, ensure_ascii=False, separators=(",", ":")).encode()
         value = base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode()
         if len(value) <= BUTTON_VALUE_CHARS:
@@ -232,10 +255,25 @@ def pack_share(records: Mapping[str, Any]) -> str | None:
 
 
 def _slim(d: Mapping[str, Any], evidence_lines: int) -> dict[str, Any]:
-    out = {k: d[k] for k in ("rule", "class", "cause", "phase", "severity", "confidence", "title",
-                             "explanation", "remedies", "avoid")}
-    out["evidence"] = [{"line": e["line"], "text": e["text"][:EVIDENCE_LINE_CHARS]}
-                       for e in (d.get("evidence") or [])[:evidence_lines]]
+    out = {
+        k: d[k]
+        for k in (
+            "rule",
+            "class",
+            "cause",
+            "phase",
+            "severity",
+            "confidence",
+            "title",
+            "explanation",
+            "remedies",
+            "avoid",
+        )
+    }
+    out["evidence"] = [
+        {"line": e["line"], "text": e["text"][:EVIDENCE_LINE_CHARS]}
+        for e in (d.get("evidence") or [])[:evidence_lines]
+    ]
     return out
 
 
@@ -252,11 +290,17 @@ def share_button(records: Mapping[str, Any], lang: str) -> list[dict[str, Any]]:
     value = pack_share(records)
     if value is None:
         return []
-    button = {"type": "button", "action_id": SHARE_ACTION, "value": value,
-              "text": {"type": "plain_text", "text": slack_text(lang, "share")}}
+    button = {
+        "type": "button",
+        "action_id": SHARE_ACTION,
+        "value": value,
+        "text": {"type": "plain_text", "text": slack_text(lang, "share")},
+    }
     return [{"type": "actions", "elements": [button]}]
 
 
-def message_payload(message: SlackMessage, extra_blocks: list[dict[str, Any]] | None = None,
-                    ) -> dict[str, Any]:
+def message_payload(
+    message: SlackMessage,
+    extra_blocks: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     return {"text": message.text, "blocks": [*message.blocks, *(extra_blocks or [])]}

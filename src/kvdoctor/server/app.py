@@ -94,7 +94,9 @@ def config_from_env(environ: Mapping[str, str]) -> ServerConfig:
     timeout_s = _env_number(environ, "KVDOCTOR_TIMEOUT_S", DEFAULT_TIMEOUT_S, float)
     threads = _env_number(environ, "KVDOCTOR_THREADS", min(32, (os.cpu_count() or 1) + 4), int)
     return ServerConfig(
-        max_body=max_body, timeout_s=timeout_s, threads=threads,
+        max_body=max_body,
+        timeout_s=timeout_s,
+        threads=threads,
         log_content=environ.get("KVDOCTOR_LOG_CONTENT", "") in ("1", "true", "yes"),
         slack=slack_config_from_env(environ, max_file_bytes=max_body),
     )
@@ -147,8 +149,11 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
 
 
 def _too_large(limit: int) -> HttpError:
-    return HttpError(413, f"request: body larger than {limit} bytes; send the failing part of the "
-                          "log (the last few hundred lines) or raise --max-body")
+    return HttpError(
+        413,
+        f"request: body larger than {limit} bytes; send the failing part of the "
+        "log (the last few hundred lines) or raise --max-body",
+    )
 
 
 def inflate(body: bytes, limit: int) -> bytes:
@@ -161,11 +166,15 @@ def inflate(body: bytes, limit: int) -> bytes:
             while chunk := stream.read(65536):
                 out.write(chunk)
                 if out.tell() > limit:
-                    raise HttpError(413, f"request: gzip body inflates past {limit} bytes; "
-                                         "send fewer lines")
+                    raise HttpError(
+                        413, f"request: gzip body inflates past {limit} bytes; send fewer lines"
+                    )
     except (OSError, EOFError, zlib.error):
-        raise HttpError(400, "request: body starts like gzip but is not valid gzip; "
-                             "send plain text or a complete .gz") from None
+        raise HttpError(
+            400,
+            "request: body starts like gzip but is not valid gzip; "
+            "send plain text or a complete .gz",
+        ) from None
     return out.getvalue()
 
 
@@ -173,7 +182,9 @@ def _lang(value: Any, default: str) -> str:
     if value in (None, ""):
         return default
     if value not in LANGS:
-        raise HttpError(400, f"request: lang {value!r} is not supported; use one of {', '.join(LANGS)}")
+        raise HttpError(
+            400, f"request: lang {value!r} is not supported; use one of {', '.join(LANGS)}"
+        )
     return str(value)
 
 
@@ -189,16 +200,18 @@ def _probe_from(value: Any) -> Any:
             text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
             return parse_snapshot_text(text, where="probe")
     except ProbeError as exc:
-        raise HttpError(400, f"request: probe: {exc}; send what `kvdoctor probe --format json` "
-                             "writes") from None
-    raise HttpError(400, "request: probe must be an object; send what "
-                         "`kvdoctor probe --format json` writes")
+        raise HttpError(
+            400, f"request: probe: {exc}; send what `kvdoctor probe --format json` writes"
+        ) from None
+    raise HttpError(
+        400, "request: probe must be an object; send what `kvdoctor probe --format json` writes"
+    )
 
 
 def parse_diagnose_request(content_type: str, body: bytes, query: str) -> DiagnoseRequest:
     """Raw text, JSON `{"log", "probe", "lang"}`, or multipart (a file part, `lang`, `probe`)."""
     params = parse_qs(query)
-    lang = _lang((params.get("lang") or [None])[0], "en")
+    lang = _lang(params["lang"][0] if params.get("lang") else None, "en")
     name = (params.get("name") or ["<request>"])[0][:200]
     kind = content_type.split(";", 1)[0].strip().lower()
     if kind == "application/json":
@@ -212,12 +225,17 @@ def _from_json(body: bytes, lang: str, name: str) -> DiagnoseRequest:
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise HttpError(400, f"request: body is not valid JSON ({exc}); send "
-                             '{"log": "...", "lang": "en"}') from None
+        raise HttpError(
+            400, f'request: body is not valid JSON ({exc}); send {{"log": "...", "lang": "en"}}'
+        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("log"), str):
         raise HttpError(400, 'request: JSON body needs a "log" string; send {"log": "..."}')
-    return DiagnoseRequest(data["log"].encode("utf-8", "replace"), _lang(data.get("lang"), lang),
-                           _probe_from(data.get("probe")), str(data.get("name") or name)[:200])
+    return DiagnoseRequest(
+        data["log"].encode("utf-8", "replace"),
+        _lang(data.get("lang"), lang),
+        _probe_from(data.get("probe")),
+        str(data.get("name") or name)[:200],
+    )
 
 
 def _from_multipart(content_type: str, body: bytes, lang: str, name: str) -> DiagnoseRequest:
@@ -232,18 +250,27 @@ def _from_multipart(content_type: str, body: bytes, lang: str, name: str) -> Dia
 
     def on_file(f: Any) -> None:
         f.file_object.seek(0)
-        files.append((f.field_name.decode("latin-1"), (f.file_name or b"").decode("utf-8", "replace"),
-                      f.file_object.read()))
+        files.append(
+            (
+                f.field_name.decode("latin-1"),
+                (f.file_name or b"").decode("utf-8", "replace"),
+                f.file_object.read(),
+            )
+        )
 
     config = {"MAX_MEMORY_FILE_SIZE": len(body) + 1, "MAX_BODY_SIZE": len(body) + 1}
     try:
-        parser = create_form_parser({"Content-Type": content_type.encode("latin-1")}, on_field,
-                                    on_file, config)
+        parser = create_form_parser(
+            {"Content-Type": content_type.encode("latin-1")}, on_field, on_file, config
+        )
         parser.write(body)
         parser.finalize()
     except (FormParserError, ValueError) as exc:
-        raise HttpError(400, f"request: malformed multipart body ({exc}); send the log as a file "
-                             "part (curl -F file=@vllm.log)") from None
+        raise HttpError(
+            400,
+            f"request: malformed multipart body ({exc}); send the log as a file "
+            "part (curl -F file=@vllm.log)",
+        ) from None
     probe_raw = fields.get("probe") or next((d for n, _, d in files if n == "probe"), None)
     logs = [(fname, data) for n, fname, data in files if n != "probe"]
     if logs:
@@ -251,7 +278,9 @@ def _from_multipart(content_type: str, body: bytes, lang: str, name: str) -> Dia
     elif "log" in fields:
         log = fields["log"]
     else:
-        raise HttpError(400, "request: multipart body has no file part; send curl -F file=@vllm.log")
+        raise HttpError(
+            400, "request: multipart body has no file part; send curl -F file=@vllm.log"
+        )
     lang = _lang(fields["lang"].decode("latin-1") if "lang" in fields else None, lang)
     return DiagnoseRequest(log, lang, _probe_from(probe_raw), name[:200])
 
@@ -263,9 +292,14 @@ def json_bytes(data: Any) -> bytes:
     return json.dumps(data, ensure_ascii=False).encode("utf-8")
 
 
-async def send_response(send: Send, status: int, body: bytes, *,
-                        content_type: str = "application/json",
-                        headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+async def send_response(
+    send: Send,
+    status: int,
+    body: bytes,
+    *,
+    content_type: str = "application/json",
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+) -> None:
     base = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": base + list(headers)})
     await send({"type": "http.response.body", "body": body})
@@ -280,7 +314,9 @@ class KvdoctorApp:
 
     def __init__(self, config: ServerConfig, *, access_log: AccessLog | None = None) -> None:
         self.config = config
-        self.executor = ThreadPoolExecutor(max_workers=config.threads, thread_name_prefix="diagnose")
+        self.executor = ThreadPoolExecutor(
+            max_workers=config.threads, thread_name_prefix="diagnose"
+        )
         self.access_log = access_log or _log_json
         self.slack = None
         if config.slack is not None:
@@ -311,16 +347,22 @@ class KvdoctorApp:
             await send_response(counting_send, err.status, _error_body(err), headers=close)
         except Exception as exc:  # a bug: answer 500, never a traceback to the client
             logging.getLogger("kvdoctor.server").exception("internal error")
-            err = HttpError(500, f"internal error ({type(exc).__name__}); please report it")
-            await send_response(counting_send, 500, _error_body(err))
+            bug = HttpError(500, f"internal error ({type(exc).__name__}); please report it")
+            await send_response(counting_send, 500, _error_body(bug))
         finally:
             self._log(exchange, started)
 
     def _log(self, exchange: _Exchange, started: float) -> None:
-        record = {"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "method": exchange.method,
-                  "path": exchange.path, "status": exchange.status, "bytes_in": exchange.bytes_in,
-                  "bytes": exchange.bytes_out, "ms": round((time.perf_counter() - started) * 1000, 1),
-                  **exchange.extra}
+        record = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "method": exchange.method,
+            "path": exchange.path,
+            "status": exchange.status,
+            "bytes_in": exchange.bytes_in,
+            "bytes": exchange.bytes_out,
+            "ms": round((time.perf_counter() - started) * 1000, 1),
+            **exchange.extra,
+        }
         if self.config.log_content and exchange.content is not None:
             record["content"] = exchange.content[:CONTENT_LOG_CHARS].decode("utf-8", "replace")
         self.access_log(record)
@@ -338,8 +380,13 @@ class KvdoctorApp:
             body = await self._body(scope, receive, exchange)
             reply = await self.slack.handle(scope, body)
             exchange.extra.update(reply.log)
-            await send_response(send, reply.status, reply.body, content_type=reply.content_type,
-                                headers=reply.headers)
+            await send_response(
+                send,
+                reply.status,
+                reply.body,
+                content_type=reply.content_type,
+                headers=reply.headers,
+            )
         else:
             raise HttpError(404, f"{path}: no such route; use POST /v1/diagnose or GET /healthz")
 
@@ -349,22 +396,29 @@ class KvdoctorApp:
         exchange.content = body
         return body
 
-    async def _diagnose(self, scope: Scope, receive: Receive, send: Send, exchange: _Exchange) -> None:
+    async def _diagnose(
+        self, scope: Scope, receive: Receive, send: Send, exchange: _Exchange
+    ) -> None:
         body = await self._body(scope, receive, exchange)
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
         request = parse_diagnose_request(header(scope, b"content-type") or "", body, query)
         log = inflate(request.log, self.config.max_body * GZIP_EXPANSION)
         try:
-            records = await self.diagnose_records(log, request.lang, probe=request.probe,
-                                                  name=request.name)
+            records = await self.diagnose_records(
+                log, request.lang, probe=request.probe, name=request.name
+            )
         except DiagnoseTimeout:
-            raise HttpError(504, f"request: diagnosis took longer than {self.config.timeout_s:g} s; "
-                                 "send fewer lines or raise --timeout") from None
+            raise HttpError(
+                504,
+                f"request: diagnosis took longer than {self.config.timeout_s:g} s; "
+                "send fewer lines or raise --timeout",
+            ) from None
         exchange.extra["verdict"] = records["verdict"]
         await send_response(send, 200, json_bytes(records))
 
-    async def diagnose_records(self, log: bytes, lang: str, *, probe: Any = None,
-                               name: str = "<request>") -> dict[str, Any]:
+    async def diagnose_records(
+        self, log: bytes, lang: str, *, probe: Any = None, name: str = "<request>"
+    ) -> dict[str, Any]:
         """`diagnose(...).as_records()` in a worker thread, under the per-request time limit."""
         from kvdoctor.api import diagnose
 
@@ -374,8 +428,9 @@ class KvdoctorApp:
 
         loop = asyncio.get_running_loop()
         try:
-            return await asyncio.wait_for(loop.run_in_executor(self.executor, work),
-                                          self.config.timeout_s)
+            return await asyncio.wait_for(
+                loop.run_in_executor(self.executor, work), self.config.timeout_s
+            )
         except asyncio.TimeoutError:
             raise DiagnoseTimeout from None
 
@@ -383,9 +438,13 @@ class KvdoctorApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                from kvdoctor.rules import rules_for
+                from kvdoctor.rules import RuleLoadError, rules_for
 
-                await asyncio.get_running_loop().run_in_executor(self.executor, rules_for)
+                try:  # load the rules once, before the first request pays for it
+                    await asyncio.get_running_loop().run_in_executor(self.executor, rules_for)
+                except RuleLoadError as exc:
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 if self.slack is not None:  # let acknowledged Slack work finish
@@ -404,7 +463,9 @@ def _log_json(record: dict[str, Any]) -> None:
     ACCESS_LOGGER.info(json.dumps(record, ensure_ascii=False))
 
 
-def create_app(config: ServerConfig | None = None, *, access_log: AccessLog | None = None) -> KvdoctorApp:
+def create_app(
+    config: ServerConfig | None = None, *, access_log: AccessLog | None = None
+) -> KvdoctorApp:
     return KvdoctorApp(config or ServerConfig(), access_log=access_log)
 
 

@@ -1,0 +1,81 @@
+"""The dev corpus (real start-up logs with labels): figures, verdicts and first remedies.
+
+The aggregate thresholds are the ones issues 2 and 3 set; the per-file checks guard against
+regressions. `benchmarks/corpus_score.py` prints the same comparison as a table."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kvdoctor.api import diagnose
+from kvdoctor.lines import iter_raw_lines, open_source
+from kvdoctor.pipeline import analyse_lines
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+LABELS: list[dict[str, Any]] = yaml.safe_load((CORPUS / "labels.yaml").read_text())
+_spec = importlib.util.spec_from_file_location("corpus_score", Path(__file__).parents[1] / "benchmarks" / "corpus_score.py")
+assert _spec and _spec.loader
+score = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(score)
+
+
+def _facts(label: dict[str, Any]) -> dict[str, Any]:
+    path = CORPUS / label["file"]
+    analysis = analyse_lines(str(path), iter_raw_lines(open_source(str(path))))
+    return {k: f.value for k, f in analysis.last.facts.items() if f.source != "estimate"}
+
+
+def test_figures_recovered_at_least_95_percent() -> None:
+    ok = total = 0
+    for label in LABELS:
+        facts = _facts(label)
+        for name in score.FIGURES:
+            if label.get(name) is not None:
+                total += 1
+                ok += score.same(facts.get(name), label[name])
+    assert total > 60 and ok / total >= 0.95
+
+
+@pytest.mark.parametrize("label", LABELS, ids=[entry["file"][:40] for entry in LABELS])
+def test_verdict_and_first_remedy(label: dict[str, Any]) -> None:
+    report = diagnose(CORPUS / label["file"])
+    assert report.verdict == label["class"]
+    first = report.diagnoses[0].remedies[0].action if report.diagnoses[0].remedies else None
+    assert not score.opposite(label, first), f"first remedy {first} points the wrong way"
+    assert first in score.REMEDY[label["remedy_primary"]]
+
+
+def test_no_first_remedy_points_the_opposite_way() -> None:
+    for label in LABELS:
+        report = diagnose(CORPUS / label["file"])
+        for diagnosis in report.diagnoses[:1]:
+            if diagnosis.remedies:
+                assert not score.opposite(label, diagnosis.remedies[0].action), label["file"]
+
+
+def test_trap_is_listed_under_avoid_for_other_process() -> None:
+    report = diagnose(CORPUS / "021-v0-064-second-instance-a100-80gb-initial-usage-68gib.log")
+    top = report.diagnoses[0]
+    assert (top.klass, top.cause) == ("no_cache_blocks", "other_process")
+    assert "raise_gpu_memory_utilization" in [a.action for a in top.avoid]
+    assert top.remedies[0].value == pytest.approx(68.01)
+    assert any(e.line for e in top.evidence)
+
+
+def test_max_model_len_remedy_value_is_what_fits() -> None:
+    report = diagnose(CORPUS / "075-v1-kaito-k8s-h100-preset-maxlen-1048576.log")
+    remedy = report.diagnoses[0].remedies[0]
+    assert remedy.action == "lower_max_model_len"
+    assert 0 < remedy.value <= 810208 and remedy.value % 256 == 0
+
+
+def test_free_memory_remedy_value_is_at_most_free_over_total() -> None:
+    report = diagnose(CORPUS / "033-v1-new-request-memory-24gb-util097-free-2276of24.log")
+    remedy = report.diagnoses[0].remedies[0]
+    assert remedy.action == "lower_gpu_memory_utilization"
+    assert remedy.value <= 22.76 / 24.0 and remedy.value <= 0.95
