@@ -31,7 +31,25 @@ def pick(text: Text, lang: str) -> str:
     return text.get(lang) or text.get("en") or next(iter(text.values()), "")
 
 
+_OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.S)
+
+
 def render_template(template: str, facts: Facts, extra: dict[str, Any] | None = None) -> str:
+    """`{fact:spec}` is replaced by the fact's value ("?" when unknown); a `[[ … ]]` segment is
+    kept only when every fact it cites is known, so a sentence never shows a hole."""
+
+    def known(name: str) -> bool:
+        if extra and name in extra:
+            return extra[name] is not None
+        fact = facts.get(name)
+        return fact is not None and fact.value is not None
+
+    def optional(m: re.Match[str]) -> str:
+        inner = m.group(1)
+        return inner if all(known(f.group(1)) for f in _TEMPLATE.finditer(inner)) else ""
+
+    template = _OPTIONAL.sub(optional, template)
+
     def sub(m: re.Match[str]) -> str:
         name, spec = m.group(1), m.group(2) or ""
         if extra and name in extra:

@@ -14,6 +14,7 @@ import json
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from kvdoctor.render.labels import label
@@ -22,6 +23,7 @@ MAX_BLOCKS = 50
 MAX_SECTION = 3000
 RESERVED_BLOCKS = 2  # room the adapter keeps for its own blocks (the share button)
 MESSAGE_BUDGET = 12000  # characters of block text in one message: far under Slack's limits
+MESSAGE_HARD_LIMIT = 24000  # even a pathological diagnosis stops here; the rest goes to overflow
 EVIDENCE_LINES = 12  # evidence lines shown inline before the rest moves to the snippet
 EVIDENCE_LINE_CHARS = 240
 FALLBACK_CHARS = 300
@@ -61,7 +63,7 @@ class SlackMessage:
 
 
 def chunk_text(text: str, limit: int = MAX_SECTION) -> list[str]:
-    """Split at line boundaries (a single overlong line at the limit) so nothing is lost."""
+    """Split at line boundaries, overlong lines at a space, so nothing is lost."""
     chunks: list[str] = []
     current = ""
     for line in text.split("\n"):
@@ -69,8 +71,9 @@ def chunk_text(text: str, limit: int = MAX_SECTION) -> list[str]:
             if current:
                 chunks.append(current)
                 current = ""
-            chunks.append(line[:limit])
-            line = line[limit:]
+            cut = line.rfind(" ", limit // 2, limit) + 1 or limit
+            chunks.append(line[:cut])
+            line = line[cut:]
         candidate = f"{current}\n{line}" if current else line
         if len(candidate) > limit:
             chunks.append(current)
@@ -207,17 +210,22 @@ def render_blocks(records: dict[str, Any], *, lang: str | None = None) -> SlackM
         blocks += ev_blocks
         overflow = "\n".join(full) if cut else None
     blocks += tail
-    return SlackMessage(tuple(_fit(blocks)), fallback_text(records), overflow)
+    kept, spilled = _fit(blocks)
+    if spilled:
+        overflow = "\n\n".join([spilled, overflow] if overflow else [spilled])
+    return SlackMessage(tuple(kept), fallback_text(records), overflow)
 
 
-def _fit(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Last guard: a diagnosis with dozens of remedies still stays under the block limit."""
+def _fit(blocks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """Last guard for a pathological diagnosis (dozens of long remedies): keep the blocks that
+    fit the block and size limits, and hand the text of the rest back for the overflow."""
     limit = MAX_BLOCKS - RESERVED_BLOCKS
-    if len(blocks) <= limit:
-        return blocks
-    return blocks[: limit - 1] + [
-        _context("… (message shortened: run `kvdoctor diagnose` for the rest)")
-    ]
+    sizes = list(accumulate(len(_block_text(b)) for b in blocks))
+    if len(blocks) <= limit and (not sizes or sizes[-1] <= MESSAGE_HARD_LIMIT):
+        return blocks, ""
+    keep = min(limit - 1, sum(1 for total in sizes if total <= MESSAGE_HARD_LIMIT))
+    note = _context("… (message shortened: the rest is in the attached snippet / next message)")
+    return blocks[:keep] + [note], "\n".join(_block_text(b) for b in blocks[keep:])
 
 
 def overflow_messages(overflow: str, lang: str, *, per_message: int = 4) -> list[SlackMessage]:

@@ -1,0 +1,509 @@
+"""Incident tickets in markdown: find the vLLM logs pasted in them, diagnose each, and keep the
+result in a managed section between stable markers. Pure: text in, text out (no files here).
+
+A ticket's blocks: fenced code (``` or ~~~, any info string), `<details>` bodies (vLLM's bug
+template puts collect_env there), 4-space indented pastes. A block is a log when
+`diagnose` finds a vLLM start-up in it. A block (or the prose) that is an nvidia-smi paste
+becomes the gpu.* facts of the logs that carry none of their own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from kvdoctor.api import diagnose
+from kvdoctor.probe.smi import parse_smi_text
+from kvdoctor.render.markdown import render_markdown
+from kvdoctor.report import Diagnosis, Report
+from kvdoctor.rules import Rule
+
+BEGIN = "<!-- kvdoctor:begin -->"
+END = "<!-- kvdoctor:end -->"
+FRONT_MATTER_KEYS = ("remedy", "action", "fix", "resolution")
+
+_FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
+_DETAILS_OPEN = re.compile(r"^\s*<details\b", re.IGNORECASE)
+_DETAILS_ANY = re.compile(r"<details\b", re.IGNORECASE)
+_DETAILS_CLOSE = re.compile(r"</details\s*>", re.IGNORECASE)
+_TAGS = re.compile(r"<summary\b.*?</summary\s*>|</?details\b[^>]*>|</?summary\b[^>]*>",
+                   re.IGNORECASE)
+_STATED = re.compile(
+    r"^\s*(?:[-*+]\s+)?(?:#+\s*)?(?:\*\*|__)?"
+    r"(fix|fixed by|remedy|resolution|resolved by|workaround)"
+    r"\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(?P<text>.+?)\s*$",
+    re.IGNORECASE,
+)
+# Opposite turns of the same knob; the ticket-only ids (raise_max_model_len, …) name what a
+# ticket may say it did even though kvdoctor never recommends it.
+OPPOSITE: dict[str, str] = {
+    "raise_gpu_memory_utilization": "lower_gpu_memory_utilization",
+    "lower_gpu_memory_utilization": "raise_gpu_memory_utilization",
+    "raise_max_model_len": "lower_max_model_len",
+    "raise_max_num_seqs": "reduce_max_num_seqs",
+    "raise_max_num_batched_tokens": "reduce_max_num_batched_tokens",
+}
+
+
+class TicketError(Exception):
+    """A ticket kvdoctor cannot safely rewrite; the message is one line with `where:line:`."""
+
+
+class BlockKind(str, enum.Enum):
+    FENCED = "fenced"
+    DETAILS = "details"
+    INDENTED = "indented"
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: BlockKind
+    line: int  # ticket line (1-based) of the block's first line
+    text: str
+    info: str = ""  # the fence's info string
+
+
+@dataclass(frozen=True)
+class Stated:
+    text: str
+    where: str  # "front matter" or "line N"
+
+
+@dataclass(frozen=True)
+class Ticket:
+    lines: tuple[str, ...]  # with their line endings, exactly as read
+    front_matter: dict[str, Any]
+    managed: tuple[int, int] | None  # 0-based indexes of the begin and end marker lines
+    blocks: tuple[Block, ...]
+    prose: tuple[tuple[int, str], ...]  # (1-based line, text) outside blocks and markers
+    stated: tuple[Stated, ...]
+
+
+@dataclass(frozen=True)
+class LogFinding:
+    block: Block
+    report: Report
+
+
+@dataclass(frozen=True)
+class Check:
+    """How one stated remedy compares with one log's diagnosis."""
+
+    log: int  # 1-based index among the ticket's logs
+    stated: Stated
+    action: str
+    verdict: str
+    agrees: bool
+    contradicts: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class TicketResult:
+    original: str
+    text: str  # the ticket as it should be (== original when nothing changes)
+    logs: tuple[LogFinding, ...]
+    checks: tuple[Check, ...]
+
+    @property
+    def changed(self) -> bool:
+        return self.text != self.original
+
+    @property
+    def contradictions(self) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if c.contradicts)
+
+
+# ---- parsing -----------------------------------------------------------------------------
+
+
+def parse_ticket(text: str, *, where: str = "<ticket>") -> Ticket:
+    lines = tuple(text.splitlines(keepends=True))
+    bare = [line.rstrip("\r\n") for line in lines]
+    front, skip = _front_matter(bare, where)
+    managed = _managed(bare, skip, where)
+    hidden = set(range(skip)) | (set(range(managed[0], managed[1] + 1)) if managed else set())
+    blocks, used = _blocks(bare, hidden)
+    prose = tuple((i + 1, bare[i]) for i in range(len(bare)) if i not in hidden | used)
+    stated = _stated(front, prose)
+    return Ticket(lines, front, managed, tuple(blocks), prose, stated)
+
+
+def _front_matter(bare: list[str], where: str) -> tuple[dict[str, Any], int]:
+    if not bare or bare[0].strip() != "---":
+        return {}, 0
+    end = next((i for i in range(1, len(bare)) if bare[i].strip() in ("---", "...")), None)
+    if end is None:
+        return {}, 0  # a thematic break, not front matter
+    try:
+        data = yaml.safe_load("\n".join(bare[1:end]))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = 2 + (mark.line if mark is not None else 0)
+        problem = getattr(exc, "problem", None) or "not valid YAML"
+        raise TicketError(f"{where}:{line}: front matter is not valid YAML ({problem}); "
+                          "fix it or remove the --- lines") from None
+    return (data if isinstance(data, dict) else {}), end + 1
+
+
+def _managed(bare: list[str], start: int, where: str) -> tuple[int, int] | None:
+    begin = end = None
+    fence: str | None = None
+    for i in range(start, len(bare)):
+        fence = _fence_state(bare[i], fence)
+        if fence is not None or _FENCE.match(bare[i]):
+            continue  # markers shown inside code blocks (docs) are not ours
+        if bare[i].strip() == BEGIN and begin is None:
+            begin = i
+        elif bare[i].strip() == END and begin is not None and end is None:
+            end = i
+    if begin is None:
+        return None
+    if end is None:
+        raise TicketError(f"{where}:{begin + 1}: {BEGIN} has no {END} after it; add the end "
+                          "marker or delete the begin marker")
+    return begin, end
+
+
+def _fence_state(line: str, fence: str | None) -> str | None:
+    """The open fence after `line` (its marker), given the one open before it."""
+    m = _FENCE.match(line)
+    if fence is None:
+        if m and not (m.group(2)[0] == "`" and "`" in m.group(3)):
+            return m.group(2)
+        return None
+    if m and m.group(2)[0] == fence[0] and len(m.group(2)) >= len(fence) and not m.group(3).strip():
+        return None
+    return fence
+
+
+def _blocks(bare: list[str], hidden: set[int]) -> tuple[list[Block], set[int]]:
+    blocks: list[Block] = []
+    used: set[int] = set()
+    i = 0
+    while i < len(bare):
+        if i in hidden:
+            i += 1
+            continue
+        nxt = (_fenced(bare, i, hidden, blocks) or _details(bare, i, hidden, blocks)
+               or _indented(bare, i, hidden, blocks))
+        if nxt:
+            used.update(range(i, nxt))
+            i = nxt
+        else:
+            i += 1
+    blocks.sort(key=lambda b: b.line)
+    return blocks, used
+
+
+def _fenced(bare: list[str], i: int, hidden: set[int], out: list[Block]) -> int:
+    """Take a fenced block opening at line i; return the index after it (0: none opens here).
+    An unclosed fence runs to the end of the document (or of the region), as in CommonMark."""
+    m = _FENCE.match(bare[i])
+    if not m or _fence_state(bare[i], None) is None:
+        return 0
+    indent, info = len(m.group(1)), m.group(3).strip()
+    fence: str | None = m.group(2)
+    j = i + 1
+    while j < len(bare) and j not in hidden:
+        fence = _fence_state(bare[j], fence)
+        if fence is None:
+            break
+        j += 1
+    body = [_dedent(line, indent) for line in bare[i + 1:j]]
+    out.append(Block(BlockKind.FENCED, i + 2, "\n".join(body) + "\n", info))
+    return j + 1 if fence is None else j
+
+
+def _details(bare: list[str], i: int, hidden: set[int], out: list[Block]) -> int:
+    if not _DETAILS_OPEN.match(bare[i]):
+        return 0
+    depth, j = 0, i
+    while j < len(bare) and j not in hidden:
+        depth += len(_DETAILS_ANY.findall(bare[j]))
+        depth -= len(_DETAILS_CLOSE.findall(bare[j]))
+        if depth <= 0:
+            break
+        j += 1
+    end = min(j, len(bare) - 1)
+    body: list[str] = []
+    k = i
+    while k <= end:  # fences inside become blocks of their own; their lines blank here
+        if k > i and k < end and (nxt := _fenced(bare, k, hidden | {end}, out)):
+            body.extend([""] * (nxt - k))
+            k = nxt
+            continue
+        body.append(_TAGS.sub("", bare[k]))
+        k += 1
+    if any(line.strip() for line in body):
+        out.append(Block(BlockKind.DETAILS, i + 1, "\n".join(body) + "\n"))
+    return end + 1
+
+
+def _indented(bare: list[str], i: int, hidden: set[int], out: list[Block]) -> int:
+    if not _is_indented(bare[i]) or (i > 0 and bare[i - 1].strip() and i - 1 not in hidden):
+        return 0
+    j = i
+    while j < len(bare) and j not in hidden and (_is_indented(bare[j]) or not bare[j].strip()):
+        j += 1
+    while j > i and not bare[j - 1].strip():
+        j -= 1
+    body = [line[1:] if line.startswith("\t") else line[4:] for line in bare[i:j]]
+    out.append(Block(BlockKind.INDENTED, i + 1, "\n".join(body) + "\n"))
+    return j
+
+
+def _is_indented(line: str) -> bool:
+    return (line.startswith("    ") or line.startswith("\t")) and bool(line.strip())
+
+
+def _dedent(line: str, indent: int) -> str:
+    stripped = line.lstrip(" ")
+    return line[min(indent, len(line) - len(stripped)):]
+
+
+def _stated(front: dict[str, Any], prose: Sequence[tuple[int, str]]) -> tuple[Stated, ...]:
+    found: list[Stated] = []
+    for key, value in front.items():
+        if str(key).lower() in FRONT_MATTER_KEYS:
+            values = value if isinstance(value, list) else [value]
+            found += [Stated(str(v).strip(), "front matter") for v in values if v is not None]
+    for number, line in prose:
+        m = _STATED.match(line)
+        if m:
+            found.append(Stated(m.group("text").strip("*_ "), f"line {number}"))
+    return tuple(s for s in found if s.text)
+
+
+# ---- what a ticket says it did -> action ids -------------------------------------------
+
+# knob -> (fact, pattern, action when raised, action when lowered)
+_KNOBS: dict[str, tuple[str, re.Pattern[str], str | None, str | None]] = {
+    "util": ("gpu_memory_utilization", re.compile(
+        r"gpu[-_ ]?mem(?:ory)?[-_ ]?util\w*|mem(?:ory)?[-_ ]util\w*|memory fraction"
+        r"|\butil(?:i[sz]ation)?\b", re.I),
+        "raise_gpu_memory_utilization", "lower_gpu_memory_utilization"),
+    "len": ("max_model_len", re.compile(
+        r"max[-_ ]?model[-_ ]?len\w*|context (?:length|window|len)|max[-_ ]seq[-_ ]len\w*", re.I),
+        "raise_max_model_len", "lower_max_model_len"),
+    "seqs": ("max_num_seqs", re.compile(r"max[-_ ]?num[-_ ]?seqs", re.I),
+             "raise_max_num_seqs", "reduce_max_num_seqs"),
+    "batched": ("max_num_batched_tokens", re.compile(
+        r"max[-_ ]?num[-_ ]?batched[-_ ]?tokens|batched tokens", re.I),
+        "raise_max_num_batched_tokens", "reduce_max_num_batched_tokens"),
+    "tp": ("tensor_parallel_size", re.compile(
+        r"tensor[-_ ]?parallel(?:[-_ ]?size)?|(?<![\w-])-?-?tp\b", re.I),
+        "increase_tensor_parallel_size", None),
+}
+# actions named without a direction
+_DIRECT: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("enforce_eager", re.compile(r"enforce[-_ ]?eager|eager mode|disabl\w* (?:the )?cuda ?graphs?",
+                                 re.I)),
+    ("kv_cache_dtype_fp8", re.compile(r"kv[-_ ]?cache[-_ ]?dtype\W+(?:to\s+)?fp8|fp8 kv", re.I)),
+    ("use_quantized_checkpoint", re.compile(r"\b(?:awq|gptq|int4|int8|quantiz\w*)\b", re.I)),
+    ("free_gpu_memory", re.compile(
+        r"\b(?:kill\w*|stopp?\w*|free\w*|clear\w*|shut\w* down)\b[^.;]*?"
+        r"\b(?:process\w*|gpus?|memory|instances?|containers?|jobs?|tenants?)\b", re.I)),
+    ("upgrade_vllm", re.compile(r"\bupgrad\w*\b.*\bvllm\b|\bvllm\b.*\bupgrad\w*", re.I)),
+)
+_RAISE = re.compile(r"\b(?:rais\w*|increas\w*|bump\w*|higher|more|up)\b", re.I)
+_LOWER = re.compile(r"\b(?:lower\w*|decreas\w*|reduc\w*|drop\w*|shrink\w*|cut|smaller|less"
+                    r"|shorten\w*)\b", re.I)
+_CLAUSE = re.compile(r"[.;,](?=\s|$)|\band\b|\bthen\b", re.I)
+_NUMBER = re.compile(
+    r"^[\s\"'`]*(?:(?:=|:|to|from\s+\S+\s+to)\s*)?[\"'`]?(-?\d+(?:\.\d+)?|auto)(k)?\b", re.I)
+ACTION_IDS = (  # ARCHITECTURE.md's remedy ids, plus the ticket-only ones in OPPOSITE
+    "raise_gpu_memory_utilization", "lower_gpu_memory_utilization", "free_gpu_memory",
+    "lower_max_model_len", "max_model_len_auto", "enforce_eager", "reduce_max_num_seqs",
+    "reduce_max_num_batched_tokens", "increase_tensor_parallel_size", "use_quantized_checkpoint",
+    "kv_cache_dtype_fp8", "set_kv_cache_memory_bytes", "fix_environment", "fix_config",
+    "upgrade_vllm", "raise_max_model_len", "raise_max_num_seqs", "raise_max_num_batched_tokens",
+)
+_IDS = re.compile(r"(?<![\w-])(?:" + "|".join(sorted(ACTION_IDS, key=len, reverse=True))
+                  + r")(?![\w-])")
+
+
+def stated_actions(text: str, facts: dict[str, Any]) -> tuple[str, ...]:
+    """Action ids a free-text remedy names ("raised gpu_memory_utilization to 0.95",
+    "--max-model-len 4096"); a bare value is compared with the log's own setting."""
+    found: list[str] = []
+    for clause in _CLAUSE.split(text):
+        ids = _IDS.findall(clause)
+        found += ids or _clause_actions(clause, facts)
+    return tuple(dict.fromkeys(found))
+
+
+def _clause_actions(clause: str, facts: dict[str, Any]) -> list[str]:
+    found = [action for action, pattern in _DIRECT if pattern.search(clause)]
+    up, down = bool(_RAISE.search(clause)), bool(_LOWER.search(clause))
+    for fact, pattern, raised, lowered in _KNOBS.values():
+        m = pattern.search(clause)
+        if m is None or (fact == "max_model_len" and "enforce_eager" in found):
+            continue
+        value = _NUMBER.match(clause[m.end():])
+        turn = "raise" if up and not down else "lower" if down and not up else None
+        if value is not None and (turn is None or value.group(1).lower() in ("auto", "-1")):
+            turn = _turn(fact, value, facts)
+        action = {"raise": raised, "lower": lowered, "auto": "max_model_len_auto"}.get(turn or "")
+        found += [action] if action else []
+    return found
+
+
+def _turn(fact: str, value: re.Match[str], facts: dict[str, Any]) -> str | None:
+    text = value.group(1).lower()
+    if fact == "max_model_len" and text in ("auto", "-1"):
+        return "auto"
+    if text == "auto":
+        return None
+    number = float(text) * (1024 if value.group(2) else 1)
+    now = facts.get(fact, 0.9 if fact == "gpu_memory_utilization" else None)
+    if not isinstance(now, int | float) or number == now:
+        return "raise" if fact == "tensor_parallel_size" and number > 1 else None
+    return "raise" if number > now else "lower"
+
+
+# ---- diagnosis ---------------------------------------------------------------------------
+
+
+def check_ticket(text: str, *, rules: Sequence[Rule] | None = None, lang: str | None = None,
+                 where: str = "<ticket>") -> TicketResult:
+    """Diagnose every vLLM log in a ticket; the ticket text with its managed section updated."""
+    ticket = parse_ticket(text, where=where)
+    lang = lang or str(ticket.front_matter.get("lang") or "en")
+    logs = find_logs(ticket, rules=rules, lang=lang, where=where)
+    checks = tuple(check for n, log in enumerate(logs, 1)
+                   for check in compare(n, log.report, ticket.stated))
+    if not logs:
+        return TicketResult(text, text, logs, checks)
+    section = render_section(logs, checks, lang)
+    if ticket.managed is not None:  # blocks below the section move by its change in length
+        begin, end = ticket.managed
+        delta = len(section) - (end - begin + 1)
+        logs = tuple(_moved(log, delta) if log.block.line > end else log for log in logs)
+        section = render_section(logs, checks, lang)  # same length: numbers only
+    return TicketResult(text, _with_section(ticket, section), logs, checks)
+
+
+def _moved(log: LogFinding, delta: int) -> LogFinding:
+    block = dataclasses.replace(log.block, line=log.block.line + delta)
+    return dataclasses.replace(log, block=block)
+
+
+def find_logs(ticket: Ticket, *, rules: Sequence[Rule] | None, lang: str,
+              where: str) -> tuple[LogFinding, ...]:
+    reports = [(b, diagnose(b.text, rules=rules, lang=lang, name=f"{where}:{b.line}"))
+               for b in ticket.blocks]
+    logs = [(b, r) for b, r in reports if is_log(r)]
+    smi = next((parse_smi_text(b.text) for b, r in reports if not is_log(r)
+                and parse_smi_text(b.text) is not None), None)
+    smi = smi or parse_smi_text("\n".join(text for _, text in ticket.prose))
+    if smi is not None:  # a separate nvidia-smi paste speaks for logs that carry none
+        logs = [(b, diagnose(b.text, rules=rules, lang=lang, probe=smi, name=f"{where}:{b.line}")
+                 if r.probe is None else r) for b, r in logs]
+    return tuple(LogFinding(b, r) for b, r in logs)
+
+
+def is_log(report: Report) -> bool:
+    """A block holds a vLLM log when a start-up was found and something was concluded
+    (a pasted `vllm serve` command alone concludes nothing)."""
+    return report.verdict != "unknown" and bool(report.diagnoses)
+
+
+def compare(log: int, report: Report, stated: Sequence[Stated]) -> list[Check]:
+    primary = report.diagnoses[0]
+    return [_check(log, report.verdict, primary, s, action)
+            for s in stated for action in stated_actions(s.text, report.facts)]
+
+
+def _check(log: int, verdict: str, d: Diagnosis, stated: Stated, action: str) -> Check:
+    first = d.remedies[0] if d.remedies else None
+    avoid = next((a for a in d.avoid if a.action == action), None)
+    if avoid is not None:
+        return Check(log, stated, action, verdict, False, True, avoid.why)
+    if first is not None and OPPOSITE.get(action) == first.action:
+        return Check(log, stated, action, verdict, False, True,
+                     f"the diagnosis says `{first.action}` first: {first.text}")
+    agrees = any(r.action == action for r in d.remedies)
+    return Check(log, stated, action, verdict, agrees, False, "")
+
+
+# ---- the managed section -----------------------------------------------------------------
+
+_WORDS = {
+    "en": {
+        "header": "<!-- written by `kvdoctor ticket`; edits between these markers are replaced -->",
+        "title": "kvdoctor: {n} vLLM log(s) in this ticket",
+        "log": "Log {i} of {n}: {what}",
+        "stated": "Stated remedy",
+        "contradicts": "**contradicts** log {log} (`{verdict}`): {why}",
+        "agrees": "agrees with log {log} (`{verdict}`)",
+        "other": "not among the remedies for log {log} (`{verdict}`)",
+    },
+    "zh": {
+        "header": "<!-- 由 `kvdoctor ticket` 生成；标记之间的修改会被覆盖 -->",
+        "title": "kvdoctor：本工单中有 {n} 段 vLLM 日志",
+        "log": "日志 {i}/{n}：{what}",
+        "stated": "工单中给出的修复",
+        "contradicts": "与日志 {log}（`{verdict}`）**矛盾**：{why}",
+        "agrees": "与日志 {log}（`{verdict}`）一致",
+        "other": "不在日志 {log}（`{verdict}`）的建议之中",
+    },
+}
+
+
+def render_section(logs: Sequence[LogFinding], checks: Sequence[Check], lang: str) -> list[str]:
+    """The section's lines (without endings), markers included; deterministic."""
+    w = _WORDS.get(lang, _WORDS["en"])
+    out = [BEGIN, w["header"], f"### {w['title'].format(n=len(logs))}"]
+    for i, log in enumerate(logs, 1):
+        what = _describe(log.block)
+        out += ["", f"#### {w['log'].format(i=i, n=len(logs), what=what)}", ""]
+        records = _ticket_lines(log.report.as_records(), log.block.line - 1)
+        out += render_markdown(records).rstrip("\n").split("\n")
+    if checks:
+        out += ["", f"#### {w['stated']}", ""]
+        out += [f"- “{c.stated.text}” ({c.stated.where}) → `{c.action}`: {_outcome(c, w)}"
+                for c in checks]
+    return out + [END]
+
+
+def _ticket_lines(records: dict[str, Any], offset: int) -> dict[str, Any]:
+    """Evidence line numbers of a block -> line numbers in the ticket file."""
+    diagnoses = [{**d, "evidence": [{**e, "line": e["line"] + offset} for e in d["evidence"]]}
+                 for d in records["diagnoses"]]
+    return {**records, "diagnoses": diagnoses}
+
+
+def _outcome(c: Check, w: dict[str, str]) -> str:
+    key = "contradicts" if c.contradicts else "agrees" if c.agrees else "other"
+    return w[key].format(log=c.log, verdict=c.verdict, why=c.why)
+
+
+def _describe(block: Block) -> str:
+    first = next((line.strip() for line in block.text.splitlines() if line.strip()), "")
+    first = first.replace("`", "'")
+    first = first if len(first) <= 60 else first[:57] + "..."
+    kind = f"`{block.info.split()[0]}` block" if block.info else f"{block.kind.value} block"
+    return f"{kind} at line {block.line} starting `{first}`"
+
+
+def _with_section(ticket: Ticket, section: list[str]) -> str:
+    lines = list(ticket.lines)
+    newline = "\r\n" if any(line.endswith("\r\n") for line in lines) else "\n"
+    rendered = [line + newline for line in section]
+    if ticket.managed is not None:
+        begin, end = ticket.managed
+        tail = lines[end][len(lines[end].rstrip("\r\n")):] or newline
+        rendered[-1] = section[-1] + tail
+        return "".join(lines[:begin] + rendered + lines[end + 1:])
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += newline
+    if lines and lines[-1].strip():
+        lines.append(newline)
+    return "".join(lines + rendered)

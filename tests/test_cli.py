@@ -1,0 +1,116 @@
+"""The command line as a user sees it: output, exit codes, errors, JSON contract."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from kvdoctor.cli import main
+
+ROOT = Path(__file__).parents[1]
+CORPUS = ROOT / "tests" / "fixtures" / "corpus"
+SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())
+
+
+@pytest.mark.parametrize("log", sorted(p.name for p in CORPUS.glob("*.log")))
+def test_json_output_validates_against_the_schema(log: str, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["diagnose", "--format", "json", str(CORPUS / log)])
+    jsonschema.validate(json.loads(capsys.readouterr().out), SCHEMA)
+
+
+def test_text_output_shows_verdict_evidence_remedies_avoid_and_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["diagnose", "--lang", "en", str(CORPUS / "015-v0-whisper-8gb-profile-peak-cuda-blocks-0.log")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.startswith("Verdict: no_cache_blocks")
+    assert "reduce_max_num_batched_tokens" in out and "Do NOT" in out
+    assert "Evidence" in out and "7.09" in out
+    assert "Memory budget" in out and "activation 7.09" in out
+    assert "\x1b[" not in out  # not a TTY: no colour
+
+
+def test_chinese_output(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["diagnose", "--lang", "zh", str(CORPUS / "027-v1-laptop-4gb-free-memory-322of40.log")])
+    out = capsys.readouterr().out
+    assert out.startswith("结论: insufficient_free_memory_at_startup") and "不要这样做" in out
+
+
+def test_markdown_output(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["diagnose", "--format", "markdown", str(CORPUS / "075-v1-kaito-k8s-h100-preset-maxlen-1048576.log")])
+    out = capsys.readouterr().out
+    assert out.startswith("**Verdict: `max_model_len_too_large`**")
+    assert "1. `lower_max_model_len` → `" in out
+
+
+@pytest.mark.parametrize(("fail_on", "log", "code"), [
+    ("error", "051-v1-011-qwen3-14b-lmcache-healthy.log", 0),
+    ("error", "090-v1-l40s-second-tinyllama-instance-util02-no-cache-blocks.log", 1),
+    ("never", "090-v1-l40s-second-tinyllama-instance-util02-no-cache-blocks.log", 0),
+])
+def test_exit_codes(fail_on: str, log: str, code: int, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diagnose", "--fail-on", fail_on, str(CORPUS / log)]) == code
+
+
+def test_missing_file_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diagnose", "no/such.log"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "kvdoctor: no/such.log: no such file; check the path"
+
+
+def test_facts_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["facts", "--format", "json", str(CORPUS / "015-v0-whisper-8gb-profile-peak-cuda-blocks-0.log")]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["schema_version"] == 1
+    assert data["facts"]["activation_peak_gib"] == 7.09
+    assert data["attempts"][0]["sources"]["activation_peak_gib"]["line"] == 6
+    assert data["attempts"][0]["sources"]["budget_gib"]["source"] == "log"
+    assert data["attempts"][0]["sources"]["kv_reconstructed_gib"]["derived"] is True
+
+
+def test_facts_text_table(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["facts", str(CORPUS / "051-v1-011-qwen3-14b-lmcache-healthy.log")])
+    out = capsys.readouterr().out
+    assert "kv_cache_tokens" in out and "42656" in out and "line 2" in out
+
+
+def test_events_stream_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["events", "--kind", "kv_cache_size", str(CORPUS / "051-v1-011-qwen3-14b-lmcache-healthy.log")])
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(x)["kv_cache_tokens"] for x in lines] == [42656]
+
+
+def test_several_attempts_verdict_is_the_last(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = (CORPUS / "027-v1-laptop-4gb-free-memory-322of40.log").read_text()
+    log = tmp_path / "restarts.log"
+    log.write_text("INFO 01-01 [api_server.py:1] vLLM API server version 0.10.2\n" + first +
+                   "INFO 01-01 [api_server.py:1] vLLM API server version 0.10.2\n" +
+                   (CORPUS / "051-v1-011-qwen3-14b-lmcache-healthy.log").read_text())
+    assert main(["diagnose", "--format", "json", str(log)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [a["verdict"] for a in data["attempts"]] == ["insufficient_free_memory_at_startup", "healthy"]
+    assert data["verdict"] == "healthy"
+
+
+def test_stdin_and_gzip(tmp_path: Path) -> None:
+    import gzip
+
+    data = (CORPUS / "081-v1-k8s-openshift-flaky-free-memory-2265of7918.log").read_bytes()
+    packed = tmp_path / "x.log.gz"
+    packed.write_bytes(gzip.compress(data))
+    for args, stdin in ((["-"], data), ([str(packed)], b"")):
+        proc = subprocess.run([sys.executable, "-m", "kvdoctor", "diagnose", "--format", "json", *args],
+                              input=stdin, capture_output=True, check=False)
+        assert proc.returncode == 1, proc.stderr
+        assert json.loads(proc.stdout)["verdict"] == "insufficient_free_memory_at_startup"
+
+
+def test_no_color_env_and_empty_input(capsys: pytest.CaptureFixture[str]) -> None:
+    proc = subprocess.run([sys.executable, "-m", "kvdoctor", "diagnose", "-"], input=b"hello\n",
+                          capture_output=True, check=False, env={"NO_COLOR": "1", "PATH": "/usr/bin"})
+    assert proc.returncode == 0
+    assert b"No vLLM start-up found" in proc.stdout and b"\x1b[" not in proc.stdout

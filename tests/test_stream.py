@@ -1,0 +1,36 @@
+"""LiveDiagnoser: reports as soon as the failure is known, attempt by attempt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kvdoctor.stream import LiveDiagnoser
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+
+
+def test_reports_when_the_error_arrives_not_at_close() -> None:
+    live = LiveDiagnoser()
+    lines = (CORPUS / "027-v1-laptop-4gb-free-memory-322of40.log").read_text().splitlines()
+    error_at = next(i for i, line in enumerate(lines) if "Free memory on device" in line)
+    seen_at = None
+    for i, line in enumerate(lines):
+        if live.feed(line) or live.flush():
+            seen_at = seen_at if seen_at is not None else i
+    assert seen_at is not None and seen_at <= error_at + 1
+    assert live.close().verdict == "insufficient_free_memory_at_startup"
+
+
+def test_a_second_attempt_is_reported_separately() -> None:
+    live = LiveDiagnoser()
+    reports = []
+    log = ["INFO 01-01 [api_server.py:1] vLLM API server version 0.10.2",
+           "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`.",
+           "INFO 01-01 [api_server.py:1] vLLM API server version 0.10.2",
+           "INFO 01-01 [gpu_worker.py:1] Available KV cache memory: 6.51 GiB",
+           "INFO:     Application startup complete."]
+    for line in log:
+        reports += live.feed(line)
+    reports += live.flush()
+    assert [r.verdict for r in reports] == ["no_cache_blocks", "healthy"]
+    assert live.close().exit_code() == 0
