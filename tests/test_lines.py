@@ -123,3 +123,28 @@ def test_unreadable_paths_give_one_line_errors(tmp_path, monkeypatch, path: str,
 def test_no_newline_pathological_line_is_cut() -> None:
     stream = io.BufferedReader(io.BytesIO(b"x" * (6 << 20)))  # type: ignore[arg-type]
     assert sum(len(part) for part in iter_raw_lines(stream)) == 6 << 20
+
+
+def test_sparse_reading_keeps_windows_and_numbers() -> None:
+    from kvdoctor.lines import WINDOW_BEFORE, iter_sparse_lines
+
+    serving = [f"INFO 11-02 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: {i}.0 tokens/s".encode()
+               for i in range(5000)]
+    startup = [b"INFO 11-02 10:01:00 [core.py:1] Initializing a V1 LLM engine (v0.10.2) with config: model='m'",
+               b"INFO 11-02 10:01:01 [gpu_worker.py:1] Available KV cache memory: 6.51 GiB",
+               b"INFO 11-02 10:01:01 [kv_cache_utils.py:1] GPU KV cache size: 42,656 tokens"]
+    lines = serving + startup + serving
+    stream = io.BufferedReader(io.BytesIO(b"\n".join(lines) + b"\n"))  # type: ignore[arg-type]
+    got = dict(iter_sparse_lines(stream, dense_bytes=0))
+    assert got[5001] == startup[0] and got[5002] == startup[1] and got[5003] == startup[2]
+    assert 5000 - WINDOW_BEFORE in got and got[5000] == serving[-1]   # context before the anchor
+    assert len(got) < 400                                             # the rest was skipped
+    assert got[min(got)] == b""                                        # a skipped stretch is marked
+
+
+def test_sparse_reading_is_identical_for_small_inputs() -> None:
+    from kvdoctor.lines import iter_sparse_lines
+
+    data = b"a\nb\r\n\nlast-without-newline"
+    assert list(iter_sparse_lines(io.BufferedReader(io.BytesIO(data)))) == [  # type: ignore[arg-type]
+        (1, b"a"), (2, b"b\r"), (3, b""), (4, b"last-without-newline")]

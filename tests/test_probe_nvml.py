@@ -345,15 +345,15 @@ def test_second_pid_holding_30_gib_turns_no_cache_blocks_into_other_process() ->
     log = CORPUS / "018-v1-vllm-omni-qwen25-omni-3b-h100-lowered-util.log"
     if not log.exists():
         pytest.skip("corpus fixture not in the tree")
-    alone = api.diagnose(str(log)).as_records()
+    alone = api.diagnose(log).as_records()
     assert alone["verdict"] == "no_cache_blocks"
     assert alone["diagnoses"][0]["cause"] != "other_process"
     snap = _probe(FakeNvml([_h100(used=30 * 1024, procs=[FakeProc(4242, 30 * 1024)])]))
-    probed = api.diagnose(str(log), probe=snap).as_records()
+    probed = api.diagnose(log, probe=snap).as_records()
     first = probed["diagnoses"][0]
     assert (probed["verdict"], first["cause"]) == ("no_cache_blocks", "other_process")
     assert first["remedies"][0]["action"] == "free_gpu_memory"
     assert "raise_gpu_memory_utilization" in [a["action"] for a in first["avoid"]]
     # an idle card changes nothing: the probe confirms there is no other tenant
-    idle = api.diagnose(str(log), probe=_probe(FakeNvml([_h100(used=1)]))).as_records()
+    idle = api.diagnose(log, probe=_probe(FakeNvml([_h100(used=1)]))).as_records()
     assert idle["diagnoses"][0]["cause"] == alone["diagnoses"][0]["cause"]

@@ -184,3 +184,13 @@ def test_unknown_input_says_so() -> None:
     message = render_blocks(records)
     assert "`unknown`" in block_texts(message.blocks)[0]
     assert_within_limits(message.blocks)
+
+
+def test_markup_characters_in_the_log_are_escaped() -> None:
+    records = copy.deepcopy(records_for(SAMPLER_OOM))
+    primary = records["diagnoses"][0]
+    primary["evidence"] = [{"line": 7, "text": 'File "<frozen runpy>", line 198 & <!channel>'}]
+    message = render_blocks(records)
+    joined = "\n".join(block_texts(message.blocks))
+    assert "&lt;frozen runpy&gt;" in joined and "&amp; &lt;!channel&gt;" in joined
+    assert "<!channel>" not in joined

@@ -9,7 +9,7 @@ from typing import Any
 
 from kvdoctor.engine import evaluate_attempt, external_fact
 from kvdoctor.facts import Facts
-from kvdoctor.lines import iter_raw_lines, open_source
+from kvdoctor.lines import iter_sparse_lines, open_source
 from kvdoctor.pipeline import Analysis, analyse_lines
 from kvdoctor.report import Report
 from kvdoctor.rules import Rule, rules_for
@@ -17,17 +17,17 @@ from kvdoctor.rules import Rule, rules_for
 Source = str | bytes | Path | Iterable[str]
 
 
-def _raw_lines(source: Source) -> tuple[str, Iterable[bytes | str]]:
-    if isinstance(source, Path):
-        return str(source), iter_raw_lines(open_source(str(source)))
+def _raw_lines(source: Source) -> tuple[str, Iterable[bytes | str | tuple[int, bytes]]]:
+    """A Path (or "-" for stdin) is read as a file; str and bytes are the log itself. A str is
+    never taken as a path: text from a user (HTTP, Slack) must not open server files."""
+    if isinstance(source, Path) or source == "-":
+        return str(source), iter_sparse_lines(open_source(str(source)))
     if isinstance(source, bytes):
         from kvdoctor.lines import _maybe_gunzip
 
-        return "<bytes>", iter_raw_lines(_maybe_gunzip(io.BytesIO(source)))
+        return "<bytes>", iter_sparse_lines(_maybe_gunzip(io.BytesIO(source)))
     if isinstance(source, str):
-        if "\n" not in source and len(source) < 4096 and (source == "-" or Path(source).exists()):
-            return source, iter_raw_lines(open_source(source))
-        return "<text>", iter_raw_lines(io.BytesIO(source.encode("utf-8", "replace")))  # type: ignore[arg-type]
+        return "<text>", iter_sparse_lines(io.BytesIO(source.encode("utf-8", "replace")))  # type: ignore[arg-type]
     return "<lines>", (line.rstrip("\n") for line in source)
 
 

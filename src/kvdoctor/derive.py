@@ -126,7 +126,9 @@ def _round_down(tokens: int) -> int:
 
 
 def _arithmetic(out: Facts) -> None:
-    """Model-aware numbers from the arithmetic module (issue 4), when it is present."""
+    """Model-aware numbers from the arithmetic module (issue 4), when the model is known."""
+    if "model" not in out:
+        return  # nothing model-aware to add (and `kvdoctor facts` stays quick to start)
     try:
         from kvdoctor.kvmath import derive_for_diagnosis
     except ImportError:
@@ -137,4 +139,6 @@ def _arithmetic(out: Facts) -> None:
     except Exception:  # noqa: BLE001 - an estimate must never break a diagnosis
         return
     for name, value in extra.items():
+        if name == "budget_shortfall_gib":
+            continue  # derived here from the log's own terms, with its own sign convention
         _put(out, name, value, source="estimate")

@@ -10,13 +10,28 @@ import ast
 from functools import lru_cache
 from typing import Any
 
-from lark import Lark, Token, Transformer, UnexpectedInput
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lark import Lark
 
 _KEYWORDS: dict[str, Any] = {"None": None, "True": True, "False": False, "null": None,
                              "true": True, "false": False}
 
 
-class _ToPython(Transformer[Token, Any]):
+def _transformer() -> Any:
+    from lark import Transformer
+
+    class _ToPython(Transformer):  # type: ignore[type-arg]
+        pass
+
+    for name, fn in list(_Methods.__dict__.items()):
+        if not name.startswith("__"):
+            setattr(_ToPython, name, fn)
+    return _ToPython()
+
+
+class _Methods:
     def start(self, items: list[Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for item in items:
@@ -29,24 +44,24 @@ class _ToPython(Transformer[Token, Any]):
                 out.update({str(k): v for k, v in item.items()})
         return out
 
-    def pair(self, items: list[Any]) -> tuple[str, Any]:
+    def pair(self, items: list[Any]) -> tuple[str, Any]:  # noqa: D102
         return (str(items[0]), items[1])
 
-    def string(self, items: list[Token]) -> str:
+    def string(self, items: list[Any]) -> str:
         try:
             value = ast.literal_eval(str(items[0]))
         except (ValueError, SyntaxError):
             return str(items[0])[1:-1]
         return value if isinstance(value, str) else str(value)
 
-    def number(self, items: list[Token]) -> int | float:
+    def number(self, items: list[Any]) -> int | float:
         text = str(items[0])
         try:
             return int(text)
         except ValueError:
             return float(text)
 
-    def word(self, items: list[Token]) -> Any:
+    def word(self, items: list[Any]) -> Any:
         text = str(items[0])
         return _KEYWORDS.get(text, text)
 
@@ -72,6 +87,8 @@ class _ToPython(Transformer[Token, Any]):
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
+    from lark import Lark  # imported on the first dump: `kvdoctor facts` on a plain log never pays for it
+
     return Lark.open_from_package("kvdoctor", "dumps.lark", parser="lalr", maybe_placeholders=False)
 
 
@@ -81,12 +98,14 @@ def parse_dump(text: str) -> dict[str, Any]:
     for _ in range(6):
         if not text:
             return {}
+        from lark import UnexpectedInput
+
         try:
             tree = _parser().parse(text)
         except UnexpectedInput as exc:
             text = _cut_before(text, exc.pos_in_stream or 0)
             continue
-        result = _ToPython().transform(tree)
+        result = _transformer().transform(tree)
         result.pop("__call__", None)
         return result if isinstance(result, dict) else {}
     return {}

@@ -44,8 +44,12 @@ class Event:
 class Extractor:
     kind: str
     needles: tuple[str, ...]  # at least one must occur in the line (cheap precheck)
-    pattern: re.Pattern[str]
+    source: str  # the pattern, compiled on first use (most never run on a given log)
     convert: Callable[[re.Match[str]], Fields | None]
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source)  # re's own cache makes repeat calls cheap
 
 
 _N = r"(-?[\d,]*\.?\d+)"  # a number, maybe comma-grouped, maybe negative
@@ -363,7 +367,10 @@ def _override(m: re.Match[str]) -> Fields:
     return {"gpu_blocks": to_int(m.group(2)), "computed_blocks": to_int(m.group(1))}
 
 
-_F = re.compile
+def _F(source: str) -> str:
+    return source
+
+
 EXTRACTORS: tuple[Extractor, ...] = (
     # §2 banner / version / args
     Extractor("engine_banner", ("engine",), _F(
@@ -500,15 +507,40 @@ EXTRACTORS: tuple[Extractor, ...] = (
 _MULTI = frozenset({"exception", "phase", "warmup_oom", "frame", "engine_failed"})
 
 
+def _needle_index() -> tuple[re.Pattern[str], dict[str, tuple[int, ...]]]:
+    """One regex over every needle (a line with none is rejected in one C-level scan), and for
+    each needle the extractors that need it, so a line runs only the extractors it can feed."""
+    by_needle: dict[str, list[int]] = {}
+    for i, ex in enumerate(EXTRACTORS):
+        for needle in ex.needles:
+            by_needle.setdefault(needle, []).append(i)
+    ordered = sorted(by_needle, key=len, reverse=True)
+    pattern = re.compile("|".join(re.escape(n) for n in ordered))
+    return pattern, {n: tuple(v) for n, v in by_needle.items()}
+
+
+_NEEDLES, _BY_NEEDLE = _needle_index()
+
+
+def _candidates(text: str) -> list[int]:
+    found = set(_NEEDLES.findall(text))
+    if not found:
+        return []
+    # needles may overlap ("failed to start" inside "EngineCore failed to start"): check them all
+    present = {n for n in _BY_NEEDLE if n in text} if len(found) < len(_BY_NEEDLE) else found
+    return sorted({i for n in present for i in _BY_NEEDLE[n]})
+
+
 def extract(line: Line) -> list[Event]:
     """Every event a logical line carries (usually none)."""
     text = line.text
+    if not _NEEDLES.search(text):
+        return []
     events: list[Event] = []
     seen: set[str] = set()
-    for ex in EXTRACTORS:
+    for index in _candidates(text):
+        ex = EXTRACTORS[index]
         if ex.kind in seen and ex.kind not in _MULTI:
-            continue
-        if not any(n in text for n in ex.needles):
             continue
         m = ex.pattern.search(text)
         if m is None:

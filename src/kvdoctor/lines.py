@@ -13,6 +13,7 @@ import gzip
 import io
 import json
 import re
+from functools import lru_cache
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +106,83 @@ def iter_raw_lines(stream: BinaryIO) -> Iterator[bytes]:
         yield tail
 
 
+# Past the first DENSE_BYTES, a huge log is mostly serving traffic; only lines near these anchors
+# are read in Python. A start-up block always prints sizes (GiB/MiB, "GB" before 0.8.3), block
+# counts, an engine banner/version ("LLM"), an args dump or an error. Serving lines (stats, access
+# log, request log) carry none of them. `benchmarks/throughput.py` greps with the same words.
+FAST_ANCHORS = (b"iB", b"GB", b"rror", b"blocks", b"LLM", b"args:")
+DENSE_BYTES = 8 << 20
+
+
+def _chunk_has_anchor(body: bytes) -> bool:
+    # "B" is found at memchr speed and rules out the two size anchors in most serving chunks
+    if b"B" in body and (b"iB" in body or b"GB" in body):
+        return True
+    return any(anchor in body for anchor in FAST_ANCHORS[2:])
+WINDOW_BEFORE = 64  # lines of context kept before an anchor (banner, phase markers, frames)
+WINDOW_AFTER = 64
+
+
+def iter_sparse_lines(stream: BinaryIO, dense_bytes: int = DENSE_BYTES) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw line) for every line of the first `dense_bytes`, then only for lines
+    within a window of an anchor. A skipped stretch is marked by one empty line (numbered as its
+    last skipped line) so nothing joins across it. Memory: one chunk plus the window."""
+    from collections import deque
+
+    read = getattr(stream, "read1", stream.read)
+    number = seen = after = 0
+    dropped: int | None = None  # the last line number skipped since the previous yield
+    before: deque[tuple[int, bytes]] = deque(maxlen=WINDOW_BEFORE)
+    tail = b""
+    while True:
+        try:
+            chunk = read(CHUNK)
+        except (OSError, EOFError) as exc:
+            if tail:
+                yield number + 1, tail
+            raise InputError(f"read error after partial input ({exc}); the rest is ignored") from None
+        if not chunk:
+            break
+        data = tail + chunk
+        cut = data.rfind(b"\n")
+        if cut < 0 and len(data) <= CHUNK * 4:
+            tail = data
+            continue
+        body, tail = (data[: cut + 1], data[cut + 1:]) if cut >= 0 else (data + b"\n", b"")
+        dense = seen < dense_bytes
+        seen += len(body)
+        if dense:
+            for raw in body[:-1].split(b"\n"):
+                number += 1
+                yield number, raw
+            continue
+        if after == 0 and not _chunk_has_anchor(body):
+            number += body.count(b"\n")
+            before.clear()
+            dropped = number
+            continue
+        for raw in body[:-1].split(b"\n"):
+            number += 1
+            hit = any(anchor in raw for anchor in FAST_ANCHORS)
+            if not hit and after == 0:
+                if len(before) == WINDOW_BEFORE:
+                    dropped = before[0][0]
+                before.append((number, raw))
+                continue
+            if hit and before:
+                if dropped is not None:
+                    yield dropped, b""
+                yield from before
+                before.clear()
+            elif dropped is not None and not before and hit:
+                yield dropped, b""
+            dropped = None
+            yield number, raw
+            after = WINDOW_AFTER if hit else after - 1
+    if tail:
+        yield number + 1, tail
+
+
 # --- normalising text ---------------------------------------------------------------------------
 
 # Raw ESC sequences and the forms they take in pastes: "#033[", "^[[", a literal "\x1b[" / "\033[",
@@ -115,6 +193,9 @@ _ANSI = re.compile(
 )
 
 
+_ANSI_HINT = re.compile(r"\x1b|033\[|\^\[\[|x1b\[|u001b\[|\\e\[|\[\d")
+
+
 def decode(raw: bytes) -> str:
     text = raw.decode("utf-8", errors="replace")
     if "\r" in text:
@@ -122,7 +203,7 @@ def decode(raw: bytes) -> str:
         if "\r" in text:  # a progress bar redrawn with CR: keep the last frame that has text
             frames = [f for f in text.split("\r") if f.strip()]
             text = frames[-1] if frames else ""
-    if "[" in text:
+    if "[" in text and _ANSI_HINT.search(text):
         text = _ANSI.sub("", text)
     if "\x00" in text:
         text = text.replace("\x00", "")
@@ -132,27 +213,33 @@ def decode(raw: bytes) -> str:
 # --- peeling wrappers -----------------------------------------------------------------------------
 
 _ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
-_WRAPPERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+_WRAPPER_SOURCES: tuple[tuple[str, str], ...] = (
     # docker compose: "vllm-1  | …", "vllm_1 | …"
-    ("compose", re.compile(r"^(?P<container>[A-Za-z0-9][\w.-]*)\s+\|\s?(?=\S|$)")),
+    ("compose", r"^(?P<container>[A-Za-z0-9][\w.-]*)\s+\|\s?(?=\S|$)"),
     # FastChat: "2024-01-01 12:00:00 | ERROR | stderr | …"
-    ("fastchat", re.compile(rf"^{_ISO} \| [A-Z]+ \| (?P<container>[\w.-]+) \| ")),
+    ("fastchat", rf"^{_ISO} \| [A-Z]+ \| (?P<container>[\w.-]+) \| "),
     # TorchServe: "2024-09-13T22:25:38,258 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - …"
-    ("torchserve", re.compile(rf"^{_ISO} \[[A-Z]+ *\] (?P<container>\S+) MODEL_LOG - ")),
+    ("torchserve", rf"^{_ISO} \[[A-Z]+ *\] (?P<container>\S+) MODEL_LOG - "),
     # Kubernetes CRI: "2024-…Z stdout F …"
-    ("cri", re.compile(rf"^{_ISO} (?P<container>stdout|stderr) [FP] ")),
+    ("cri", rf"^{_ISO} (?P<container>stdout|stderr) [FP] "),
     # Buildkite: "  | [2024-…Z] …" and "_bk;t=1714567890123\x07"
-    ("buildkite", re.compile(rf"^(?:\s*\|\s*)?\[{_ISO}\]\s?|^_bk;t=\d+\x07?")),
+    ("buildkite", rf"^(?:\s*\|\s*)?\[{_ISO}\]\s?|^_bk;t=\d+\x07?"),
     # HF transformers / LlamaFactory: "[WARNING|logging.py:329] 2025-03-10 21:43:12,326 >> "
-    ("hf", re.compile(r"^\[[A-Z]+\|[\w.]+:\d+\] [\d-]+ [\d:,]+ >> ")),
+    ("hf", r"^\[[A-Z]+\|[\w.]+:\d+\] [\d-]+ [\d:,]+ >> "),
     # CloudWatch / Cloud Logging / kubectl --timestamps: a leading ISO timestamp, optional severity
-    ("stamp", re.compile(rf"^\[?{_ISO}\]?(?:\t[\w-]*\t|\s+)(?:\[?(?:info|INFO|warn|WARN|error|ERROR|DEFAULT)\]?\s+(?!\d\d-\d\d \d\d:))?")),
+    ("stamp", rf"^\[?{_ISO}\]?(?:\t[\w-]*\t|\s+)(?:\[?(?:info|INFO|warn|WARN|error|ERROR|DEFAULT)\]?\s+(?!\d\d-\d\d \d\d:))?"),
     # glog (torch, klog): "W1223 23:34:22.775000 1116 torch/utils/x.py:2425] "
-    ("glog", re.compile(r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\]\s?")),
+    ("glog", r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\]\s?"),
     # platform prefixes: "[vllm]: " (Akash), torch elastic "[rank0]: "
-    ("rank", re.compile(r"^\[rank(?P<rank>\d+)\]:\s?")),
-    ("tag", re.compile(r"^\[(?P<container>[A-Za-z][\w.-]{0,30})\]:\s")),
+    ("rank", r"^\[rank(?P<rank>\d+)\]:\s?"),
+    ("tag", r"^\[(?P<container>[A-Za-z][\w.-]{0,30})\]:\s"),
 )
+
+
+@lru_cache(maxsize=1)
+def _wrappers() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    return tuple((name, re.compile(source)) for name, source in _WRAPPER_SOURCES)
+
 
 # Ray / vLLM process prefix; the leading "(" is sometimes lost in pastes (corpus 003).
 _PROC = re.compile(
@@ -168,6 +255,8 @@ _HEADER = re.compile(
     r"(?:[.,]\d+)? \[?(?P<src>[^\]\s]+?):(?P<lineno>\d+)\] ?"
 )
 _JSON_KEYS = ("log", "message", "msg", "textPayload", "MESSAGE")
+# Cheap gate before the wrapper table: only lines that could start with one are tried.
+_MAYBE_WRAPPED = re.compile(r"^(?:[\d\[_{\s]|[IWEF]\d{4} |[A-Za-z0-9][\w.-]*\s+\|)")
 
 
 def _peel_json(text: str) -> tuple[str, str | None] | None:
@@ -212,7 +301,7 @@ def peel(text: str) -> tuple[str, Origin]:
                 continue
         if text.startswith((" ", "\t")) and "|" in text[:8]:  # Buildkite "  | …" indent
             text = re.sub(r"^\s*\|\s?", "", text, count=1)
-        for name, pattern in _WRAPPERS:
+        for name, pattern in (_wrappers() if _MAYBE_WRAPPED.match(text) else ()):
             m = pattern.match(text)
             if m and m.end() > 0:
                 groups = m.groupdict()
@@ -240,15 +329,35 @@ def peel(text: str) -> tuple[str, Origin]:
             bracket = "[" if text[m.start("src") - 1] == "[" else ""
             src = f"{bracket}{m.group('src')}:{m.group('lineno')}"
             text = text[m.end():]
+            break  # vLLM's own header is the innermost wrapper
         if text == before:
             break
     origin = Origin(proc, pid, rank, container, level, stamp, src, repeated)
     return text, (NO_ORIGIN if origin == NO_ORIGIN else origin)
 
 
-def normalise(raw_lines: Iterable[bytes | str], start: int = 1) -> Iterator[Line]:
-    """Decode and peel each physical line, keeping its original number."""
-    for number, raw in enumerate(raw_lines, start):
+# High-volume serving lines (stats, access log, request log). They never carry start-up facts,
+# and user prompts inside them must not be read as errors, so they are passed over unpeeled.
+SERVING_MARKERS = ("Avg prompt throughput", 'HTTP/1.1" ', "Received request ", "Added request ",
+                   "Finished request ", "Aborted request ", "Engine 000: ")
+
+
+def is_serving(text: str) -> bool:
+    return any(marker in text for marker in SERVING_MARKERS)
+
+
+def normalise(raw_lines: Iterable[bytes | str | tuple[int, bytes]], start: int = 1) -> Iterator[Line]:
+    """Decode and peel each physical line, keeping its original number (given as a pair by
+    :func:`iter_sparse_lines`, else counted from `start`)."""
+    number = start - 1
+    for item in raw_lines:
+        if isinstance(item, tuple):
+            number, raw = item
+        else:
+            number, raw = number + 1, item
         text = decode(raw) if isinstance(raw, bytes) else decode(raw.encode("utf-8", "replace"))
+        if is_serving(text):
+            yield Line(number, "", text, NO_ORIGIN)
+            continue
         message, origin = peel(text)
         yield Line(number, message, text, origin)

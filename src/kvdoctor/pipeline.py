@@ -38,12 +38,35 @@ class Analysis:
         return self.attempts[-1]
 
 
+class _LazySmi:
+    """Creates the nvidia-smi reader at the first line that could belong to nvidia-smi output, so
+    logs without it never import the probe package."""
+
+    HINTS = ("NVIDIA-SMI", "MiB", "memory.total", "memory.used", "used_memory", "Processes:")
+
+    def __init__(self) -> None:
+        self._reader: Any = None
+
+    def feed(self, number: int, text: str) -> None:
+        if self._reader is None:
+            if not any(h in text for h in self.HINTS):
+                return
+            try:
+                from kvdoctor.probe.smi import SmiReader
+            except ImportError:
+                return
+            self._reader = SmiReader()
+        self._reader.feed(number, text)
+
+    def result(self) -> Any:
+        return None if self._reader is None else self._reader.result()
+
+    def lines(self) -> list[int]:
+        return [] if self._reader is None else list(self._reader.lines())
+
+
 def _smi_reader() -> Any:
-    try:
-        from kvdoctor.probe.smi import SmiReader
-    except ImportError:
-        return None
-    return SmiReader()
+    return _LazySmi()
 
 
 _ISO_LEAD = re.compile(r"^\[?(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?)")

@@ -72,7 +72,11 @@ class Block:
 @dataclass(frozen=True)
 class Stated:
     text: str
-    where: str  # "front matter" or "line N"
+    line: int | None  # ticket line; None: the front matter
+
+    @property
+    def where(self) -> str:
+        return "front matter" if self.line is None else f"line {self.line}"
 
 
 @dataclass(frozen=True)
@@ -273,11 +277,11 @@ def _stated(front: dict[str, Any], prose: Sequence[tuple[int, str]]) -> tuple[St
     for key, value in front.items():
         if str(key).lower() in FRONT_MATTER_KEYS:
             values = value if isinstance(value, list) else [value]
-            found += [Stated(str(v).strip(), "front matter") for v in values if v is not None]
+            found += [Stated(str(v).strip(), None) for v in values if v is not None]
     for number, line in prose:
         m = _STATED.match(line)
         if m:
-            found.append(Stated(m.group("text").strip("*_ "), f"line {number}"))
+            found.append(Stated(m.group("text").strip("*_ "), number))
     return tuple(s for s in found if s.text)
 
 
@@ -382,17 +386,27 @@ def check_ticket(text: str, *, rules: Sequence[Rule] | None = None, lang: str | 
     if not logs:
         return TicketResult(text, text, logs, checks)
     section = render_section(logs, checks, lang)
-    if ticket.managed is not None:  # blocks below the section move by its change in length
+    if ticket.managed is not None:  # lines below the section move by its change in length
         begin, end = ticket.managed
         delta = len(section) - (end - begin + 1)
-        logs = tuple(_moved(log, delta) if log.block.line > end else log for log in logs)
-        section = render_section(logs, checks, lang)  # same length: numbers only
+        logs = tuple(_moved_log(log, end, delta) for log in logs)
+        checks = tuple(_moved_check(c, end, delta) for c in checks)
+        section = render_section(logs, checks, lang)  # same length: only numbers differ
     return TicketResult(text, _with_section(ticket, section), logs, checks)
 
 
-def _moved(log: LogFinding, delta: int) -> LogFinding:
+def _moved_log(log: LogFinding, end: int, delta: int) -> LogFinding:
+    if log.block.line <= end:
+        return log
     block = dataclasses.replace(log.block, line=log.block.line + delta)
     return dataclasses.replace(log, block=block)
+
+
+def _moved_check(check: Check, end: int, delta: int) -> Check:
+    line = check.stated.line
+    if line is None or line <= end:
+        return check
+    return dataclasses.replace(check, stated=dataclasses.replace(check.stated, line=line + delta))
 
 
 def find_logs(ticket: Ticket, *, rules: Sequence[Rule] | None, lang: str,

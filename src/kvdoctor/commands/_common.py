@@ -7,7 +7,7 @@ import locale
 import os
 import sys
 
-from kvdoctor.lines import InputError, iter_raw_lines, open_source
+from kvdoctor.lines import InputError, iter_sparse_lines, open_source
 
 
 def add_input(parser: argparse.ArgumentParser, *, many: bool = False) -> None:
@@ -17,7 +17,7 @@ def add_input(parser: argparse.ArgumentParser, *, many: bool = False) -> None:
 
 def raw_lines(path: str):  # type: ignore[no-untyped-def]
     """Open a path for line reading or raise InputError (one line, with the path)."""
-    return iter_raw_lines(open_source(path))
+    return iter_sparse_lines(open_source(path))
 
 
 def error(message: str) -> None:

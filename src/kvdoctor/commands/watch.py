@@ -12,6 +12,7 @@ import io
 import json
 import os
 import queue
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -73,6 +74,10 @@ class LineSplitter:
 
 
 def _reader(fd: int, chunks: queue.Queue[bytes | None]) -> None:
+    # Keep asynchronous signals (Ctrl-C, SIGTERM) on the main thread, where Python runs the
+    # handlers `kvdoctor run` installs; this thread only copies bytes.
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     try:
         while True:
             data = os.read(fd, CHUNK)

@@ -101,22 +101,31 @@ def _code_sections(lines: list[str]) -> list[dict[str, Any]]:
     return [_section(f"```{c}```") for c in chunk_text("\n".join(lines), MAX_SECTION - 6)]
 
 
+def esc(text: Any) -> str:
+    """Slack reads &, < and > as markup (links, mentions) in every text field: escape them."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _unesc(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
 def _value(v: Any) -> str:
-    return "" if v is None else f" → `{v}`"
+    return "" if v is None else f" → `{esc(v)}`"
 
 
 def _headline(records: dict[str, Any]) -> str:
     lang = records.get("lang", "en")
     diagnoses = records.get("diagnoses") or []
-    title = f" — {diagnoses[0]['title']}" if diagnoses else ""
-    return f"*{label(lang, 'verdict')}: `{records['verdict']}`*{title}"
+    title = f" — {esc(diagnoses[0]['title'])}" if diagnoses else ""
+    return f"*{label(lang, 'verdict')}: `{esc(records['verdict'])}`*{title}"
 
 
 def fallback_text(records: dict[str, Any]) -> str:
     """The notification / screen-reader text of the message."""
     diagnoses = records.get("diagnoses") or []
     title = f" — {diagnoses[0]['title']}" if diagnoses else ""
-    return f"kvdoctor: {records['verdict']}{title}"[:FALLBACK_CHARS]
+    return esc(f"kvdoctor: {records['verdict']}{title}"[:FALLBACK_CHARS])
 
 
 def _meta(d: dict[str, Any]) -> str:
@@ -126,15 +135,15 @@ def _meta(d: dict[str, Any]) -> str:
 
 
 def _diagnosis_blocks(d: dict[str, Any], lang: str) -> list[dict[str, Any]]:
-    blocks = [_context(_meta(d)), *_sections(f"*{label(lang, 'why')}:* {d['explanation']}")]
+    blocks = [_context(_meta(d)), *_sections(f"*{label(lang, 'why')}:* {esc(d['explanation'])}")]
     if d.get("remedies"):
         lines = [
-            f"{n}. `{r['action']}`{_value(r['value'])}: {r['text']}"
+            f"{n}. `{r['action']}`{_value(r['value'])}: {esc(r['text'])}"
             for n, r in enumerate(d["remedies"], 1)
         ]
         blocks += _sections(f"*{label(lang, 'do')}:*\n" + "\n".join(lines))
     if d.get("avoid"):
-        lines = [f"• `{a['action']}`: {a['why']}" for a in d["avoid"]]
+        lines = [f"• `{a['action']}`: {esc(a['why'])}" for a in d["avoid"]]
         blocks += _sections(f"*{label(lang, 'avoid')}:* :no_entry_sign:\n" + "\n".join(lines))
     return blocks
 
@@ -149,7 +158,7 @@ def _clip(line: str) -> str:
 
 def _evidence_blocks(full: list[str], lang: str, room: int) -> tuple[list[dict[str, Any]], bool]:
     """Inline evidence that fits `room` characters; True when some of it went to the overflow."""
-    shown = [_clip(x) for x in full[:EVIDENCE_LINES]]
+    shown = [esc(_clip(x)) for x in full[:EVIDENCE_LINES]]
     cut = len(shown) < len(full) or any(len(x) > EVIDENCE_LINE_CHARS for x in full[:EVIDENCE_LINES])
     while shown and len("\n".join(shown)) > room:
         shown.pop()
@@ -184,7 +193,7 @@ def _tail_blocks(records: dict[str, Any], lang: str) -> list[dict[str, Any]]:
         )
     notes = records.get("notes") or []
     if notes:
-        out.append(_context(f"*{label(lang, 'notes')}:* " + " / ".join(notes)))
+        out.append(_context(f"*{label(lang, 'notes')}:* " + " / ".join(esc(n) for n in notes)))
     return out
 
 
@@ -225,12 +234,13 @@ def _fit(blocks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
         return blocks, ""
     keep = min(limit - 1, sum(1 for total in sizes if total <= MESSAGE_HARD_LIMIT))
     note = _context("… (message shortened: the rest is in the attached snippet / next message)")
-    return blocks[:keep] + [note], "\n".join(_block_text(b) for b in blocks[keep:])
+    rest = "\n".join(_block_text(b) for b in blocks[keep:])
+    return blocks[:keep] + [note], _unesc(rest)
 
 
 def overflow_messages(overflow: str, lang: str, *, per_message: int = 4) -> list[SlackMessage]:
     """Full evidence as follow-up messages (for replies that cannot carry a file)."""
-    chunks = chunk_text(overflow, MAX_SECTION - 6)
+    chunks = chunk_text(esc(overflow), MAX_SECTION - 6)
     out = []
     for start in range(0, len(chunks), per_message):
         part = chunks[start : start + per_message]

@@ -161,10 +161,8 @@ def parse_command(text: str) -> Command:
     lang, share, help_ = None, False, False
     rest = _MENTION.sub("", text).lstrip()
     while rest:
-        token, _, tail = (
-            rest.partition(" ") if " " in rest.split("\n", 1)[0] else rest.partition("\n")
-        )
-        word = token.strip().lower()
+        word, *tail = re.split(r"\s", rest, maxsplit=1)
+        word = word.lower()
         if word in ("lang:en", "lang:zh"):
             lang = word[5:]
         elif word == "share":
@@ -173,7 +171,7 @@ def parse_command(text: str) -> Command:
             help_ = True
         else:
             break
-        rest = tail.lstrip()
+        rest = tail[0].lstrip() if tail else ""
     return Command(slack_unescape(rest), lang, share, help_ or not rest.strip())
 
 
