@@ -119,6 +119,6 @@ def test_preflight_without_a_gpu_says_so_and_launches_unless_required(tmp_path: 
     assert first.startswith("kvdoctor: run: preflight: GPU unavailable")
     assert first.endswith("launching without the check")
 
-    done = _run(FAILING, "--require-gpu", "--probe-file", str(probe), "--wait", "0", "--", *SERVE)
+    done = _run(FAILING, "--require-gpu", "--probe-file", str(probe), "--", *SERVE)
     assert done.returncode == 2 and done.stdout == b""
     assert done.stderr.decode().count("\n") == 1

@@ -110,17 +110,22 @@ def iter_raw_lines(stream: BinaryIO) -> Iterator[bytes]:
 # are read in Python. A start-up block always prints sizes (GiB/MiB, "GB" before 0.8.3), block
 # counts, an engine banner/version ("LLM"), an args dump or an error. Serving lines (stats, access
 # log, request log) carry none of them. `benchmarks/throughput.py` greps with the same words.
-FAST_ANCHORS = (b"iB", b"GB", b"rror", b"blocks", b"LLM", b"args:")
+FAST_ANCHORS = (b"iB", b"GB", b"rror", b"RROR", b"blocks", b"LLM", b"args:")
 DENSE_BYTES = 8 << 20
 
 
 def _chunk_has_anchor(body: bytes) -> bool:
-    # "B" is found at memchr speed and rules out the two size anchors in most serving chunks
+    """Whether a chunk may hold a start-up line. A single byte is found at memchr speed, so each
+    anchor is first gated on its rarest byte. `blocks`, `args:` and `RROR` are not looked for
+    here: they sit within a window of a size, an exception line or the engine banner/version line
+    ("LLM"). A traceback cut before its exception line is therefore read in the first 8 MiB only."""
     if b"B" in body and (b"iB" in body or b"GB" in body):
         return True
-    return any(anchor in body for anchor in FAST_ANCHORS[2:])
+    if b"rror" in body:  # "…Error:"; an ERROR-level traceback ends in one (RROR is line-level only)
+        return True
+    return b"L" in body and b"LLM" in body
 WINDOW_BEFORE = 64  # lines of context kept before an anchor (banner, phase markers, frames)
-WINDOW_AFTER = 64
+WINDOW_AFTER = 256  # a V0 0.2.x banner is followed by download bars before "# GPU blocks"
 
 
 def iter_sparse_lines(stream: BinaryIO, dense_bytes: int = DENSE_BYTES) -> Iterator[tuple[int, bytes]]:
@@ -342,8 +347,12 @@ SERVING_MARKERS = ("Avg prompt throughput", 'HTTP/1.1" ', "Received request ", "
                    "Finished request ", "Aborted request ", "Engine 000: ")
 
 
-def is_serving(text: str) -> bool:
-    return any(marker in text for marker in SERVING_MARKERS)
+_SERVING_BYTES = tuple(m.encode() for m in SERVING_MARKERS)
+
+
+def is_serving(text: str | bytes) -> bool:
+    markers = _SERVING_BYTES if isinstance(text, bytes) else SERVING_MARKERS
+    return any(marker in text for marker in markers)  # type: ignore[operator]
 
 
 def normalise(raw_lines: Iterable[bytes | str | tuple[int, bytes]], start: int = 1) -> Iterator[Line]:
@@ -355,9 +364,9 @@ def normalise(raw_lines: Iterable[bytes | str | tuple[int, bytes]], start: int =
             number, raw = item
         else:
             number, raw = number + 1, item
-        text = decode(raw) if isinstance(raw, bytes) else decode(raw.encode("utf-8", "replace"))
-        if is_serving(text):
-            yield Line(number, "", text, NO_ORIGIN)
+        if is_serving(raw):  # checked before decoding: most lines of a long log are these
+            yield Line(number, "", "", NO_ORIGIN)
             continue
+        text = decode(raw) if isinstance(raw, bytes) else decode(raw.encode("utf-8", "replace"))
         message, origin = peel(text)
         yield Line(number, message, text, origin)

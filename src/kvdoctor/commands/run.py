@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--probe-file", metavar="F",
                         help="preflight from a saved probe JSON or nvidia-smi text, not NVML")
     parser.add_argument("--require-gpu", action="store_true",
-                        help="refuse to launch (exit 2) when preflight cannot read the GPU")
+                        help="implies --preflight; exit 2, not launching, if the GPU is unreadable")
     parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
                         help="the command to run, e.g. -- vllm serve MODEL --max-model-len 8192")
 
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         error("run: --wait must be >= 0 and --interval > 0; fix the value")
         return EXIT_USAGE
     snapshot: Snapshot | None = None
-    if args.preflight or args.wait is not None:
+    if args.preflight or args.wait is not None or args.require_gpu:
         refusal, snapshot = _preflight(args, argv)
         if refusal is not None:
             return refusal
