@@ -31,17 +31,61 @@ def _raw_lines(source: Source) -> tuple[str, Iterable[bytes | str | tuple[int, b
     return "<lines>", (line.rstrip("\n") for line in source)
 
 
-def probe_facts(snapshot: Any, analysis: Analysis) -> Facts:
-    """gpu.* facts from a probe snapshot (issue 5), keyed to the failing attempt's PIDs."""
+def probe_facts(snapshot: Any, analysis: Analysis, *, live: bool) -> Facts:
+    """gpu.* facts from a probe snapshot (issue 5), keyed to the failing attempt's PIDs.
+
+    Whether the snapshot was taken after the failure: a live probe always is (the log was written
+    before kvdoctor ran); nvidia-smi text in the log is when it comes after the failing line.
+    vLLM's timestamps carry no year or time zone, so a saved snapshot's time is not compared."""
     if snapshot is None:
         return {}
     try:
         from kvdoctor.probe.facts import snapshot_facts
     except ImportError:
         return {}
-    pids = frozenset(r["pid"] for r in analysis.last.ranks if r.get("pid")) if analysis.attempts else frozenset()
+    last = analysis.last if analysis.attempts else None
+    pids = frozenset(r["pid"] for r in last.ranks if r.get("pid")) if last else frozenset()
     values = snapshot_facts(snapshot, vllm_pids=pids)
+    failed_at = _failure_line(last)
+    if failed_at is not None and "gpu.taken_after_failure" not in values:
+        if live:
+            values["gpu.taken_after_failure"] = True
+        elif analysis.smi_lines:
+            values["gpu.taken_after_failure"] = analysis.smi_lines[0] > failed_at
     return {name: external_fact(name, value, "probe") for name, value in values.items()}
+
+
+def _failure_line(attempt: Any) -> int | None:
+    if attempt is None or not attempt.facts.get("failed") or not attempt.facts["failed"].value:
+        return None
+    lines = [f.line for n, f in attempt.facts.items() if n.startswith("seen.") and f.line is not None]
+    return min(lines) if lines else attempt.end_line
+
+
+def _probe_notes(report_facts: dict[str, Any], diagnoses: tuple[Any, ...], live: bool) -> list[str]:
+    """Say whether the probe confirms the verdict, and when it was taken."""
+    if "gpu.status" not in report_facts:
+        return []
+    where = "the live GPU probe" if live else "the GPU snapshot"
+    taken = report_facts.get("gpu.taken_at")
+    notes = []
+    if report_facts.get("gpu.status") != "ok" and str(report_facts.get("gpu.status", "")).startswith("unavailable"):
+        return [f"{where} is unavailable ({report_facts['gpu.status']}); the diagnosis uses the log only"]
+    held = report_facts.get("gpu.other_process_gib")
+    pids = report_facts.get("gpu.other_pids") or []
+    top = diagnoses[0] if diagnoses else None
+    claims_other = top is not None and (top.cause == "other_process" or top.klass == "insufficient_free_memory_at_startup")
+    if held is not None and top is not None:
+        if held >= 1.0:
+            state = "confirms" if claims_other else "adds to"
+            notes.append(f"{where} {state} the diagnosis: {len(pids)} other process(es) {pids} hold {held:.1f} GiB")
+        elif claims_other:
+            notes.append(f"{where} contradicts the diagnosis: no other process holds memory now")
+    if taken:
+        notes.append(f"{where} was taken at {taken}")
+    if report_facts.get("gpu.taken_after_failure"):
+        notes.append(f"{where} was taken after the failure: memory held then may already be released")
+    return notes
 
 
 def diagnose(source: Source, *, rules: Sequence[Rule] | None = None, probe: Any = None,
@@ -56,7 +100,8 @@ def report_for(analysis: Analysis, *, rules: Sequence[Rule] | None = None, probe
                lang: str = "en", rule_dirs: Sequence[str] = ()) -> Report:
     active = list(rules) if rules is not None else rules_for(rule_dirs)
     snapshot = probe if probe is not None else analysis.smi_snapshot
-    extra = probe_facts(snapshot, analysis)
+    live = probe is not None and getattr(getattr(probe, "source", None), "value", "") == "nvml"
+    extra = probe_facts(snapshot, analysis, live=live)
     attempts = tuple(evaluate_attempt(a, active, lang, extra if a is analysis.last else None)
                      for a in analysis.attempts)
     notes = list(analysis.notes)
@@ -66,6 +111,9 @@ def report_for(analysis: Analysis, *, rules: Sequence[Rule] | None = None, probe
                         "facts": {k: f.value for k, f in extra.items()}}
         if analysis.smi_lines and probe is None:
             notes.append(f"nvidia-smi output found in the log (line {analysis.smi_lines[0]}); its figures are used as gpu.* facts")
+    if attempts:
+        notes.extend(_probe_notes(attempts[-1].facts and {k: v["value"] for k, v in attempts[-1].facts.items()},
+                                  attempts[-1].diagnoses, live))
     if not any(a.events for a in analysis.attempts):
         notes.append("no vLLM start-up lines found: is this the log of the vLLM server (stdout and stderr)?")
     return Report(analysis.source, attempts, tuple(notes), lang, probe_record)

@@ -98,7 +98,9 @@ def _safe_utilization(out: Facts) -> None:
     if free is None or total is None or total <= 0:
         return
     fraction = math.floor((free / total) * 100) / 100 - 0.01
-    _put(out, "max_safe_utilization", round(max(min(fraction, CEILING), 0.0), 2))
+    if fraction < 0.05:
+        return  # the card is essentially full: no fraction is worth suggesting
+    _put(out, "max_safe_utilization", round(min(fraction, CEILING), 2))
 
 
 def _tokens(out: Facts) -> None:

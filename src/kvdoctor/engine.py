@@ -145,8 +145,15 @@ def evaluate_attempt(attempt: AttemptResult, rules: Sequence[Rule], lang: str = 
     facts: Facts = dict(attempt.facts)
     for name, fact in (extra_facts or {}).items():
         facts.setdefault(name, fact)
+    held = facts.get("gpu.other_process_gib")
+    if held is not None and isinstance(held.value, (int, float)):
+        current = facts.get("other_process_gib")
+        if current is None or held.value > current.value:  # the probe saw more than the log says
+            facts["other_process_gib"] = Fact("other_process_gib", held.value, None, None, True, "probe")
     diagnoses = [diagnose_rule(r, facts, lang) for r in rules if fire(r, facts)]
-    verdict = diagnoses[0].klass if diagnoses else ("unknown" if not attempt.events else "other")
+    # no rule fired: nothing shows the start-up ending (e.g. only a launch command, or a log cut
+    # early) — a failure would have met the catch-all rule
+    verdict = diagnoses[0].klass if diagnoses else "unknown"
     return AttemptReport(attempt.index, attempt.start_line, attempt.end_line, verdict,
                          tuple(diagnoses), _fact_records(facts), attempt.ranks)
 
