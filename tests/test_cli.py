@@ -114,3 +114,44 @@ def test_no_color_env_and_empty_input(capsys: pytest.CaptureFixture[str]) -> Non
                           capture_output=True, check=False, env={"NO_COLOR": "1", "PATH": "/usr/bin"})
     assert proc.returncode == 0
     assert b"No vLLM start-up found" in proc.stdout and b"\x1b[" not in proc.stdout
+
+
+SMI = ROOT / "tests" / "fixtures" / "nvidia-smi"
+
+
+def _smi_with_other_process() -> Path:
+    # a driver-535 table whose process list shows memory held by some process
+    return SMI / "r535-2x4090-table.txt"
+
+
+def test_probe_file_confirms_other_process(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["diagnose", "--format", "json", "--probe-file", str(_smi_with_other_process()),
+                 str(CORPUS / "018-v1-vllm-omni-qwen25-omni-3b-h100-lowered-util.log")])
+    data = json.loads(capsys.readouterr().out)
+    jsonschema.validate(data, SCHEMA)
+    assert code == 1
+    assert data["probe"]["origin"] == "probe"
+    assert data["probe"]["facts"]["gpu.other_process_gib"] >= 1
+    top = data["diagnoses"][0]
+    assert top["cause"] == "other_process" and top["remedies"][0]["action"] == "free_gpu_memory"
+    assert "raise_gpu_memory_utilization" in [a["action"] for a in top["avoid"]]
+    assert any("confirms the diagnosis" in n for n in data["notes"])
+
+
+def test_nvidia_smi_pasted_after_the_failure_is_labelled(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "ticket.log"
+    log.write_text((CORPUS / "090-v1-l40s-second-tinyllama-instance-util02-no-cache-blocks.log").read_text()
+                   + "\n$ nvidia-smi\n" + _smi_with_other_process().read_text())
+    main(["diagnose", "--format", "json", str(log)])
+    data = json.loads(capsys.readouterr().out)
+    assert data["probe"]["origin"] == "log"
+    assert data["facts"]["gpu.taken_after_failure"] is True
+    assert any("taken after the failure" in n for n in data["notes"])
+
+
+def test_unreadable_probe_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "probe.json"
+    bad.write_text("{not json")
+    assert main(["diagnose", "--probe-file", str(bad), str(CORPUS / "090-v1-l40s-second-tinyllama-instance-util02-no-cache-blocks.log")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("kvdoctor: ") and "\n" not in err
