@@ -15,18 +15,34 @@ from pathlib import Path
 import yaml
 
 from kvdoctor.api import diagnose
-from kvdoctor.pipeline import analyse_lines
 from kvdoctor.lines import iter_raw_lines, open_source
+from kvdoctor.pipeline import analyse_lines
 
 ROOT = Path(__file__).resolve().parents[1]
-FIGURES = ("weights_gib", "total_gpu_gib", "gpu_memory_utilization", "activation_peak_gib",
-           "non_torch_gib", "cuda_graph_gib", "kv_cache_gib", "gpu_blocks", "kv_cache_tokens",
-           "max_concurrency", "max_model_len", "max_tokens_in_kv_cache", "estimated_max_model_len",
-           "free_gpu_gib_at_startup", "requested_gib")
+FIGURES = (
+    "weights_gib",
+    "total_gpu_gib",
+    "gpu_memory_utilization",
+    "activation_peak_gib",
+    "non_torch_gib",
+    "cuda_graph_gib",
+    "kv_cache_gib",
+    "gpu_blocks",
+    "kv_cache_tokens",
+    "max_concurrency",
+    "max_model_len",
+    "max_tokens_in_kv_cache",
+    "estimated_max_model_len",
+    "free_gpu_gib_at_startup",
+    "requested_gib",
+)
 # remedy_primary label -> the action ids that satisfy it
 REMEDY = {
     "lower_max_model_len": {"lower_max_model_len", "max_model_len_auto"},
-    "reduce_batched_tokens_or_max_num_seqs": {"reduce_max_num_batched_tokens", "reduce_max_num_seqs"},
+    "reduce_batched_tokens_or_max_num_seqs": {
+        "reduce_max_num_batched_tokens",
+        "reduce_max_num_seqs",
+    },
     "raise_utilization": {"raise_gpu_memory_utilization"},
     "free_gpu_kill_other_process": {"free_gpu_memory"},
     "tensor_parallel_or_quantize": {"increase_tensor_parallel_size", "use_quantized_checkpoint"},
@@ -79,13 +95,17 @@ def main(corpus: Path) -> int:
         remedy_ok += r_ok
         wrong_way += bad
         mark = "ok " if v_ok and r_ok and not misses else "XX "
-        print(f"{mark}{label['file'][:58]:<58} {report.verdict:<34} {str(first):<30}"
-              f"{'' if v_ok else ' want ' + label['class']}{'' if r_ok else ' want ' + label['remedy_primary']}"
-              f"{' OPPOSITE' if bad else ''} {' '.join(misses)}")
+        print(
+            f"{mark}{label['file'][:58]:<58} {report.verdict:<34} {str(first):<30}"
+            f"{'' if v_ok else ' want ' + label['class']}{'' if r_ok else ' want ' + label['remedy_primary']}"
+            f"{' OPPOSITE' if bad else ''} {' '.join(misses)}"
+        )
     n = len(labels)
-    print(f"\nfigures {fig_ok}/{fig_all} ({100 * fig_ok / max(fig_all, 1):.1f}%)  verdict {verdict_ok}/{n} "
-          f"({100 * verdict_ok / n:.1f}%)  first remedy {remedy_ok}/{n} ({100 * remedy_ok / n:.1f}%)  "
-          f"opposite {wrong_way}")
+    print(
+        f"\nfigures {fig_ok}/{fig_all} ({100 * fig_ok / max(fig_all, 1):.1f}%)  verdict {verdict_ok}/{n} "
+        f"({100 * verdict_ok / n:.1f}%)  first remedy {remedy_ok}/{n} ({100 * remedy_ok / n:.1f}%)  "
+        f"opposite {wrong_way}"
+    )
     return 0
 
 

@@ -35,8 +35,7 @@ START = [
     "INFO 05-10 15:58:{s:02d} [config.py:717] This model supports multiple tasks: {{'generate', "
     "'embed', 'reward', 'score', 'classify'}}. Defaulting to 'generate'.",
     "INFO 05-10 15:58:{s:02d} [config.py:1770] Defaulting to use mp for distributed inference",
-    "INFO 05-10 15:58:{s:02d} [config.py:2003] Chunked prefill is enabled with "
-    "max_num_batched_tokens=8192.",
+    "INFO 05-10 15:58:{s:02d} [config.py:2003] Chunked prefill is enabled with max_num_batched_tokens=8192.",
     "INFO 05-10 15:58:{s:02d} [core.py:58] Initializing a V1 LLM engine (v0.8.5.post1) with "
     "config: model='Qwen/Qwen2.5-32B-Instruct', tensor_parallel_size=2, max_seq_len=32768",
 ]
@@ -47,14 +46,12 @@ WORKER = [
     "Attention backend on V1 engine.",
     "(VllmWorker rank={r} pid=244515{p}) INFO 05-10 15:59:{s:02d} [weight_utils.py:265] Using "
     "model weights format ['*.safetensors']",
-    "(VllmWorker rank={r} pid=244515{p}) INFO 05-10 15:59:{s:02d} [loader.py:458] Loading "
-    "weights took {t:.2f} seconds",
+    "(VllmWorker rank={r} pid=244515{p}) INFO 05-10 15:59:{s:02d} [loader.py:458] Loading weights took {t:.2f} seconds",
     "(VllmWorker rank={r} pid=244515{p}) INFO 05-10 15:59:{s:02d} [gpu_model_runner.py:1347] "
     "Model loading took 30.7{n} GiB and {t:.6f} seconds",
     "(VllmWorker rank={r} pid=244515{p}) INFO 05-10 15:59:{s:02d} [backends.py:420] Using cache "
     "directory: /root/.cache/vllm/torch_compile_cache/8f3c/rank_{r}_0 for vLLM's torch.compile",
-    "Loading safetensors checkpoint shards: {pct:3d}% Completed | {k}/17 [00:{s:02d}<00:30, "
-    "1.{n}4it/s]",
+    "Loading safetensors checkpoint shards: {pct:3d}% Completed | {k}/17 [00:{s:02d}<00:30, 1.{n}4it/s]",
 ]
 
 
@@ -114,9 +111,7 @@ def start_server(port: int, workers: int) -> subprocess.Popen[bytes]:
     raise SystemExit("kvdoctor serve did not start within 60 s")
 
 
-async def client(
-    port: int, body: bytes, jobs: asyncio.Queue[int], latencies: list[float], errors: list[str]
-) -> None:
+async def client(port: int, body: bytes, jobs: asyncio.Queue[int], latencies: list[float], errors: list[str]) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     head = (
         f"POST /v1/diagnose HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"

@@ -35,18 +35,24 @@ def serving_lines(rng: random.Random) -> list[str]:
         t = f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
         kind = rng.random()
         if kind < 0.35:
-            out.append(f"(APIServer pid=1) INFO 11-02 {t} [loggers.py:123] Engine 000: Avg prompt throughput: "
-                       f"{rng.uniform(0, 9000):.1f} tokens/s, Avg generation throughput: {rng.uniform(0, 3000):.1f} "
-                       f"tokens/s, Running: {rng.randint(0, 64)} reqs, Waiting: {rng.randint(0, 9)} reqs, "
-                       f"GPU KV cache usage: {rng.uniform(0, 90):.1f}%, Prefix cache hit rate: {rng.uniform(0, 60):.1f}%")
+            out.append(
+                f"(APIServer pid=1) INFO 11-02 {t} [loggers.py:123] Engine 000: Avg prompt throughput: "
+                f"{rng.uniform(0, 9000):.1f} tokens/s, Avg generation throughput: {rng.uniform(0, 3000):.1f} "
+                f"tokens/s, Running: {rng.randint(0, 64)} reqs, Waiting: {rng.randint(0, 9)} reqs, "
+                f"GPU KV cache usage: {rng.uniform(0, 90):.1f}%, Prefix cache hit rate: {rng.uniform(0, 60):.1f}%"
+            )
         elif kind < 0.75:
-            out.append(f"(APIServer pid=1) INFO:     10.0.{rng.randint(0, 255)}.{rng.randint(0, 255)}:{rng.randint(1024, 65535)} "
-                       f"- \"POST /v1/chat/completions HTTP/1.1\" 200 OK")
+            out.append(
+                f"(APIServer pid=1) INFO:     10.0.{rng.randint(0, 255)}.{rng.randint(0, 255)}:{rng.randint(1024, 65535)} "  # noqa: E501
+                f'- "POST /v1/chat/completions HTTP/1.1" 200 OK'
+            )
         else:
-            out.append(f"(APIServer pid=1) INFO 11-02 {t} [logger.py:41] Received request chatcmpl-{rng.getrandbits(64):016x}: "
-                       f"prompt: 'Summarise the following support ticket for the on-call engineer. {i}', "
-                       f"params: SamplingParams(n=1, temperature=0.7, top_p=0.95, max_tokens={rng.randint(16, 2048)}), "
-                       f"lora_request: None.")
+            out.append(
+                f"(APIServer pid=1) INFO 11-02 {t} [logger.py:41] Received request chatcmpl-{rng.getrandbits(64):016x}: "  # noqa: E501
+                f"prompt: 'Summarise the following support ticket for the on-call engineer. {i}', "
+                f"params: SamplingParams(n=1, temperature=0.7, top_p=0.95, max_tokens={rng.randint(16, 2048)}), "
+                f"lora_request: None."
+            )
     return out
 
 
@@ -88,7 +94,9 @@ def main() -> int:
     kv_s, kv_out = timed(kv_cmd)
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     print(f"file: {path} ({size / 2**20:.0f} MiB)")
-    print(f"grep -c -E (anchors): {grep_s:6.2f} s  {size / 2**20 / grep_s:7.1f} MiB/s  ({grep_out.decode().strip()} matching lines)")
+    print(
+        f"grep -c -E (anchors): {grep_s:6.2f} s  {size / 2**20 / grep_s:7.1f} MiB/s  ({grep_out.decode().strip()} matching lines)"  # noqa: E501
+    )
     events = kv_out.count(b"\n")
     print(f"kvdoctor events:      {kv_s:6.2f} s  {size / 2**20 / kv_s:7.1f} MiB/s  ({events} events)")
     print(f"ratio kvdoctor/grep throughput: {grep_s / kv_s:.2f} (target >= 0.33)")

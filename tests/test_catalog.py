@@ -76,9 +76,7 @@ CONFIG = {
 
 def test_local_model_dir_with_index(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps(CONFIG))
-    (tmp_path / "model.safetensors.index.json").write_text(
-        json.dumps({"metadata": {"total_size": 5_730_000_000}})
-    )
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 5_730_000_000}}))
     entry = resolve_model(str(tmp_path))
     assert entry is not None and entry.origin == "local"
     assert entry.quantization == "awq" and entry.checkpoint_bytes == 5_730_000_000

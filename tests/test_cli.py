@@ -23,8 +23,17 @@ def test_json_output_validates_against_the_schema(log: str, capsys: pytest.Captu
     jsonschema.validate(json.loads(capsys.readouterr().out), SCHEMA)
 
 
-def test_text_output_shows_verdict_evidence_remedies_avoid_and_budget(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["diagnose", "--lang", "en", str(CORPUS / "015-v0-whisper-8gb-profile-peak-cuda-blocks-0.log")])
+def test_text_output_shows_verdict_evidence_remedies_avoid_and_budget(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(
+        [
+            "diagnose",
+            "--lang",
+            "en",
+            str(CORPUS / "015-v0-whisper-8gb-profile-peak-cuda-blocks-0.log"),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1
     assert out.startswith("Verdict: no_cache_blocks")
@@ -41,17 +50,27 @@ def test_chinese_output(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_markdown_output(capsys: pytest.CaptureFixture[str]) -> None:
-    main(["diagnose", "--format", "markdown", str(CORPUS / "075-v1-kaito-k8s-h100-preset-maxlen-1048576.log")])
+    main(
+        [
+            "diagnose",
+            "--format",
+            "markdown",
+            str(CORPUS / "075-v1-kaito-k8s-h100-preset-maxlen-1048576.log"),
+        ]
+    )
     out = capsys.readouterr().out
     assert out.startswith("**Verdict: `max_model_len_too_large`**")
     assert "1. `lower_max_model_len` → `" in out
 
 
-@pytest.mark.parametrize(("fail_on", "log", "code"), [
-    ("error", "051-v1-011-qwen3-14b-lmcache-healthy.log", 0),
-    ("error", "090-v1-l40s-second-tinyllama-instance-util02-no-cache-blocks.log", 1),
-    ("never", "090-v1-l40s-second-tinyllama-instance-util02-no-cache-blocks.log", 0),
-])
+@pytest.mark.parametrize(
+    ("fail_on", "log", "code"),
+    [
+        ("error", "051-v1-011-qwen3-14b-lmcache-healthy.log", 0),
+        ("error", "090-v1-l40s-second-tinyllama-instance-util02-no-cache-blocks.log", 1),
+        ("never", "090-v1-l40s-second-tinyllama-instance-util02-no-cache-blocks.log", 0),
+    ],
+)
 def test_exit_codes(fail_on: str, log: str, code: int, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diagnose", "--fail-on", fail_on, str(CORPUS / log)]) == code
 
@@ -63,7 +82,17 @@ def test_missing_file_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str])
 
 
 def test_facts_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["facts", "--format", "json", str(CORPUS / "015-v0-whisper-8gb-profile-peak-cuda-blocks-0.log")]) == 0
+    assert (
+        main(
+            [
+                "facts",
+                "--format",
+                "json",
+                str(CORPUS / "015-v0-whisper-8gb-profile-peak-cuda-blocks-0.log"),
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["schema_version"] == 1
     assert data["facts"]["activation_peak_gib"] == 7.09
@@ -79,7 +108,14 @@ def test_facts_text_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_events_stream_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
-    main(["events", "--kind", "kv_cache_size", str(CORPUS / "051-v1-011-qwen3-14b-lmcache-healthy.log")])
+    main(
+        [
+            "events",
+            "--kind",
+            "kv_cache_size",
+            str(CORPUS / "051-v1-011-qwen3-14b-lmcache-healthy.log"),
+        ]
+    )
     lines = capsys.readouterr().out.splitlines()
     assert [json.loads(x)["kv_cache_tokens"] for x in lines] == [42656]
 
@@ -87,12 +123,18 @@ def test_events_stream_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
 def test_several_attempts_verdict_is_the_last(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first = (CORPUS / "027-v1-laptop-4gb-free-memory-322of40.log").read_text()
     log = tmp_path / "restarts.log"
-    log.write_text("INFO 01-01 [api_server.py:1] vLLM API server version 0.10.2\n" + first +
-                   "INFO 01-01 [api_server.py:1] vLLM API server version 0.10.2\n" +
-                   (CORPUS / "051-v1-011-qwen3-14b-lmcache-healthy.log").read_text())
+    log.write_text(
+        "INFO 01-01 [api_server.py:1] vLLM API server version 0.10.2\n"
+        + first
+        + "INFO 01-01 [api_server.py:1] vLLM API server version 0.10.2\n"
+        + (CORPUS / "051-v1-011-qwen3-14b-lmcache-healthy.log").read_text()
+    )
     assert main(["diagnose", "--format", "json", str(log)]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert [a["verdict"] for a in data["attempts"]] == ["insufficient_free_memory_at_startup", "healthy"]
+    assert [a["verdict"] for a in data["attempts"]] == [
+        "insufficient_free_memory_at_startup",
+        "healthy",
+    ]
     assert data["verdict"] == "healthy"
 
 
@@ -103,15 +145,24 @@ def test_stdin_and_gzip(tmp_path: Path) -> None:
     packed = tmp_path / "x.log.gz"
     packed.write_bytes(gzip.compress(data))
     for args, stdin in ((["-"], data), ([str(packed)], b"")):
-        proc = subprocess.run([sys.executable, "-m", "kvdoctor", "diagnose", "--format", "json", *args],
-                              input=stdin, capture_output=True, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", "kvdoctor", "diagnose", "--format", "json", *args],
+            input=stdin,
+            capture_output=True,
+            check=False,
+        )
         assert proc.returncode == 1, proc.stderr
         assert json.loads(proc.stdout)["verdict"] == "insufficient_free_memory_at_startup"
 
 
 def test_no_color_env_and_empty_input(capsys: pytest.CaptureFixture[str]) -> None:
-    proc = subprocess.run([sys.executable, "-m", "kvdoctor", "diagnose", "-"], input=b"hello\n",
-                          capture_output=True, check=False, env={"NO_COLOR": "1", "PATH": "/usr/bin"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "kvdoctor", "diagnose", "-"],
+        input=b"hello\n",
+        capture_output=True,
+        check=False,
+        env={"NO_COLOR": "1", "PATH": "/usr/bin"},
+    )
     assert proc.returncode == 0
     assert b"No vLLM start-up found" in proc.stdout and b"\x1b[" not in proc.stdout
 
@@ -125,8 +176,16 @@ def _smi_with_other_process() -> Path:
 
 
 def test_probe_file_confirms_other_process(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["diagnose", "--format", "json", "--probe-file", str(_smi_with_other_process()),
-                 str(CORPUS / "018-v1-vllm-omni-qwen25-omni-3b-h100-lowered-util.log")])
+    code = main(
+        [
+            "diagnose",
+            "--format",
+            "json",
+            "--probe-file",
+            str(_smi_with_other_process()),
+            str(CORPUS / "018-v1-vllm-omni-qwen25-omni-3b-h100-lowered-util.log"),
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     jsonschema.validate(data, SCHEMA)
     assert code == 1
@@ -140,8 +199,11 @@ def test_probe_file_confirms_other_process(capsys: pytest.CaptureFixture[str]) -
 
 def test_nvidia_smi_pasted_after_the_failure_is_labelled(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "ticket.log"
-    log.write_text((CORPUS / "090-v1-l40s-second-tinyllama-instance-util02-no-cache-blocks.log").read_text()
-                   + "\n$ nvidia-smi\n" + _smi_with_other_process().read_text())
+    log.write_text(
+        (CORPUS / "090-v1-l40s-second-tinyllama-instance-util02-no-cache-blocks.log").read_text()
+        + "\n$ nvidia-smi\n"
+        + _smi_with_other_process().read_text()
+    )
     main(["diagnose", "--format", "json", str(log)])
     data = json.loads(capsys.readouterr().out)
     assert data["probe"]["origin"] == "log"
@@ -152,6 +214,16 @@ def test_nvidia_smi_pasted_after_the_failure_is_labelled(tmp_path: Path, capsys:
 def test_unreadable_probe_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "probe.json"
     bad.write_text("{not json")
-    assert main(["diagnose", "--probe-file", str(bad), str(CORPUS / "090-v1-l40s-second-tinyllama-instance-util02-no-cache-blocks.log")]) == 2
+    assert (
+        main(
+            [
+                "diagnose",
+                "--probe-file",
+                str(bad),
+                str(CORPUS / "090-v1-l40s-second-tinyllama-instance-util02-no-cache-blocks.log"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.startswith("kvdoctor: ") and "\n" not in err

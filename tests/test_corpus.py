@@ -18,7 +18,9 @@ from kvdoctor.pipeline import analyse_lines
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 LABELS: list[dict[str, Any]] = yaml.safe_load((CORPUS / "labels.yaml").read_text())
-_spec = importlib.util.spec_from_file_location("corpus_score", Path(__file__).parents[1] / "benchmarks" / "corpus_score.py")
+_spec = importlib.util.spec_from_file_location(
+    "corpus_score", Path(__file__).parents[1] / "benchmarks" / "corpus_score.py"
+)
 assert _spec and _spec.loader
 score = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(score)
@@ -82,8 +84,11 @@ def test_free_memory_remedy_value_is_at_most_free_over_total() -> None:
 
 
 def _serving(n: int) -> list[bytes]:
-    return [f"(APIServer pid=1) INFO 11-02 10:00:{i % 60:02d} [loggers.py:123] Engine 000: Avg prompt throughput: "
-            f"{i}.0 tokens/s, Running: 3 reqs, GPU KV cache usage: 4.1%".encode() for i in range(n)]
+    return [
+        f"(APIServer pid=1) INFO 11-02 10:00:{i % 60:02d} [loggers.py:123] Engine 000: Avg prompt throughput: "
+        f"{i}.0 tokens/s, Running: 3 reqs, GPU KV cache usage: 4.1%".encode()
+        for i in range(n)
+    ]
 
 
 @pytest.mark.parametrize("label", LABELS, ids=[entry["file"][:40] for entry in LABELS])

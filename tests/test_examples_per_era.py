@@ -15,8 +15,11 @@ from kvdoctor.joiner import join_lines
 from kvdoctor.lines import normalise
 
 EXAMPLES = Path(__file__).parent / "fixtures" / "vllm-log-formats.examples.txt"
-_FIGURE = re.compile(r"\d[\d.,]*\s?(GiB|GB|MiB|Gib)|blocks:|tokens per request|KV cache size|Error:|"
-                     r"out of memory|max seq len|version \d|with config:|args:", re.I)
+_FIGURE = re.compile(
+    r"\d[\d.,]*\s?(GiB|GB|MiB|Gib)|blocks:|tokens per request|KV cache size|Error:|"
+    r"out of memory|max seq len|version \d|with config:|args:",
+    re.I,
+)
 
 
 def _lines() -> list[str]:
@@ -66,8 +69,15 @@ def _expected(tag: str) -> tuple[str, str | None] | None:
     if "profiling" in t and "assert" in t or "sanity" in t:
         return "other", None
     if re.search(r"\boom\b", t):
-        phase = ("weight_loading" if "weights" in t else "cuda_graph_capture" if "capture" in t
-                 else "profile_run" if "profiling" in t else None)
+        phase = (
+            "weight_loading"
+            if "weights" in t
+            else "cuda_graph_capture"
+            if "capture" in t
+            else "profile_run"
+            if "profiling" in t
+            else None
+        )
         return "cuda_oom", phase
     if "max_model_len" in t:
         return "max_model_len_too_large", None

@@ -137,9 +137,7 @@ def test_corpus_051_qwen3_14b_tokens_and_concurrency() -> None:
     cap = kv_capacity(layout, 6.51, era=Era.V1, max_model_len=32768, max_num_batched_tokens=2048)
     assert cap.kv_cache_tokens == 42_656
     assert round(cap.max_concurrency, 2) == 1.30
-    derived = derive_for_diagnosis(
-        {"model": "Qwen/Qwen3-14B", "kv_cache_gib": 6.51, "max_model_len": 32768}
-    )
+    derived = derive_for_diagnosis({"model": "Qwen/Qwen3-14B", "kv_cache_gib": 6.51, "max_model_len": 32768})
     assert derived["kv_tokens_estimate"] == 42_656
 
 

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from kvdoctor.lines import Line, decode, iter_raw_lines, normalise, open_source, peel, InputError
+from kvdoctor.lines import InputError, Line, decode, iter_raw_lines, normalise, open_source, peel
 
 MSG = "Available KV cache memory: 6.51 GiB"
 
@@ -22,37 +22,135 @@ MSG = "Available KV cache memory: 6.51 GiB"
         # DEBUG file path with "/" and "..."
         (f"DEBUG 09-15 08:00:11 [v1/.../gpu_worker.py:298] {MSG}", None, None, None, None),
         # V1 engine core and workers
-        (f"(EngineCore_DP0 pid=1133552) INFO 10-03 16:22:17 [gpu_worker.py:298] {MSG}", "EngineCore_DP0", 1133552, None, None),
-        (f"(VllmWorker rank=1 pid=2445156) INFO 05-10 16:00:15 [gpu_worker.py:1] {MSG}", "VllmWorker rank=1", 2445156, 1, None),
-        (f"(Worker_TP3 pid=150) INFO 05-14 00:04:17 [gpu_worker.py:460] {MSG}", "Worker_TP3", 150, 3, None),
-        (f"(RayWorkerWrapper pid=48213, ip=10.0.0.2) INFO 01-05 10:13:05 model_runner.py:501] {MSG}", "RayWorkerWrapper", 48213, None, None),
+        (
+            f"(EngineCore_DP0 pid=1133552) INFO 10-03 16:22:17 [gpu_worker.py:298] {MSG}",
+            "EngineCore_DP0",
+            1133552,
+            None,
+            None,
+        ),
+        (
+            f"(VllmWorker rank=1 pid=2445156) INFO 05-10 16:00:15 [gpu_worker.py:1] {MSG}",
+            "VllmWorker rank=1",
+            2445156,
+            1,
+            None,
+        ),
+        (
+            f"(Worker_TP3 pid=150) INFO 05-14 00:04:17 [gpu_worker.py:460] {MSG}",
+            "Worker_TP3",
+            150,
+            3,
+            None,
+        ),
+        (
+            f"(RayWorkerWrapper pid=48213, ip=10.0.0.2) INFO 01-05 10:13:05 model_runner.py:501] {MSG}",
+            "RayWorkerWrapper",
+            48213,
+            None,
+            None,
+        ),
         # the leading "(" lost in a paste (corpus 003)
         (f"EngineCore_0 pid=1597554) {MSG}", "EngineCore_0", 1597554, None, None),
         # raw ESC colour around the prefix (0.4.2..0.11.2), and the "#033[" / "^[[" paste forms
-        (f"\x1b[1;36m(VllmWorkerProcess pid=3061)\x1b[0;0m INFO 08-06 14:20:43 worker.py:1] {MSG}", "VllmWorkerProcess", 3061, None, None),
-        (f"#033[1;36m(VllmWorkerProcess pid=3061)#033[0;0m INFO 08-06 14:20:43 worker.py:1] {MSG}", "VllmWorkerProcess", 3061, None, None),
-        (f"^[[1;36m(VllmWorkerProcess pid=3061)^[[0;0m INFO 08-06 14:20:43 worker.py:1] {MSG}", "VllmWorkerProcess", 3061, None, None),
+        (
+            f"\x1b[1;36m(VllmWorkerProcess pid=3061)\x1b[0;0m INFO 08-06 14:20:43 worker.py:1] {MSG}",
+            "VllmWorkerProcess",
+            3061,
+            None,
+            None,
+        ),
+        (
+            f"#033[1;36m(VllmWorkerProcess pid=3061)#033[0;0m INFO 08-06 14:20:43 worker.py:1] {MSG}",
+            "VllmWorkerProcess",
+            3061,
+            None,
+            None,
+        ),
+        (
+            f"^[[1;36m(VllmWorkerProcess pid=3061)^[[0;0m INFO 08-06 14:20:43 worker.py:1] {MSG}",
+            "VllmWorkerProcess",
+            3061,
+            None,
+            None,
+        ),
         # docker compose
         (f"vllm-1  | INFO 10-03 16:22:17 [gpu_worker.py:298] {MSG}", None, None, None, "vllm-1"),
-        (f"vllm_server_1 | (EngineCore_DP0 pid=7) INFO 10-03 16:22:17 [gpu_worker.py:298] {MSG}", "EngineCore_DP0", 7, None, "vllm_server_1"),
+        (
+            f"vllm_server_1 | (EngineCore_DP0 pid=7) INFO 10-03 16:22:17 [gpu_worker.py:298] {MSG}",
+            "EngineCore_DP0",
+            7,
+            None,
+            "vllm_server_1",
+        ),
         # FastChat worker
-        (f"2024-05-01 12:00:00 | ERROR | stderr | INFO 05-01 12:00:00 gpu_executor.py:1] {MSG}", None, None, None, "stderr"),
+        (
+            f"2024-05-01 12:00:00 | ERROR | stderr | INFO 05-01 12:00:00 gpu_executor.py:1] {MSG}",
+            None,
+            None,
+            None,
+            "stderr",
+        ),
         # Buildkite
-        (f"  | [2024-05-01T12:00:00Z] INFO 05-01 12:00:00 [gpu_worker.py:1] {MSG}", None, None, None, None),
-        (f"_bk;t=1714567890123\x07INFO 05-01 12:00:00 [gpu_worker.py:1] {MSG}", None, None, None, None),
+        (
+            f"  | [2024-05-01T12:00:00Z] INFO 05-01 12:00:00 [gpu_worker.py:1] {MSG}",
+            None,
+            None,
+            None,
+            None,
+        ),
+        (
+            f"_bk;t=1714567890123\x07INFO 05-01 12:00:00 [gpu_worker.py:1] {MSG}",
+            None,
+            None,
+            None,
+            None,
+        ),
         # Kubernetes CRI and kubectl --timestamps / Cloud Logging / CloudWatch
-        (f"2024-09-02T16:58:05.768614Z stdout F INFO 09-02 16:58:05 [gpu_worker.py:1] {MSG}", None, None, None, "stdout"),
-        (f"2024-09-02T16:58:05.768614Z INFO 09-02 16:58:05 [gpu_worker.py:1] {MSG}", None, None, None, None),
+        (
+            f"2024-09-02T16:58:05.768614Z stdout F INFO 09-02 16:58:05 [gpu_worker.py:1] {MSG}",
+            None,
+            None,
+            None,
+            "stdout",
+        ),
+        (
+            f"2024-09-02T16:58:05.768614Z INFO 09-02 16:58:05 [gpu_worker.py:1] {MSG}",
+            None,
+            None,
+            None,
+            None,
+        ),
         (f"2024-09-02T16:58:05.768Z\tabc-123\t{MSG}", None, None, None, None),
         # TorchServe MODEL_LOG (corpus 099)
-        (f"2024-09-13T22:25:38,258 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - (VllmWorkerProcess pid=2716901) INFO 09-13 22:25:38 model_runner.py:1008] {MSG}", "VllmWorkerProcess", 2716901, None, "W-9000-model_1.0-stdout"),
+        (
+            f"2024-09-13T22:25:38,258 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - (VllmWorkerProcess pid=2716901) INFO 09-13 22:25:38 model_runner.py:1008] {MSG}",
+            "VllmWorkerProcess",
+            2716901,
+            None,
+            "W-9000-model_1.0-stdout",
+        ),
         # torch elastic and platform prefixes (corpus 057), nested
         (f"[vllm]: [rank0]: {MSG}", None, None, 0, "vllm"),
         # HF transformers / LlamaFactory logger
         (f"[WARNING|logging.py:329] 2025-03-10 21:43:12,326 >> {MSG}", None, None, None, None),
         # JSON lines: docker json-file and structured loggers
-        ('{"log": "INFO 10-03 16:22:17 [gpu_worker.py:298] ' + MSG + '\\n", "stream": "stdout", "time": "2024-01-01T00:00:00Z"}', None, None, None, "stdout"),
-        ('{"message": "(EngineCore_DP0 pid=5) ' + MSG + '", "kubernetes": {"container_name": "vllm"}}', "EngineCore_DP0", 5, None, "vllm"),
+        (
+            '{"log": "INFO 10-03 16:22:17 [gpu_worker.py:298] '
+            + MSG
+            + '\\n", "stream": "stdout", "time": "2024-01-01T00:00:00Z"}',
+            None,
+            None,
+            None,
+            "stdout",
+        ),
+        (
+            '{"message": "(EngineCore_DP0 pid=5) ' + MSG + '", "kubernetes": {"container_name": "vllm"}}',
+            "EngineCore_DP0",
+            5,
+            None,
+            "vllm",
+        ),
     ],
 )
 def test_peels_wrappers(raw: str, proc: str | None, pid: int | None, rank: int | None, container: str | None) -> None:
@@ -69,7 +167,11 @@ def test_ray_repeated_suffix_is_recorded() -> None:
 def test_header_keeps_level_stamp_and_bracket_form() -> None:
     _, new = peel(f"WARNING 05-16 18:43:01 [gpu_model_runner.py:1186] {MSG}")
     _, old = peel(f"WARNING 05-16 18:43:01 gpu_model_runner.py:1186] {MSG}")
-    assert (new.level, new.stamp, new.src) == ("WARNING", "05-16 18:43:01", "[gpu_model_runner.py:1186")
+    assert (new.level, new.stamp, new.src) == (
+        "WARNING",
+        "05-16 18:43:01",
+        "[gpu_model_runner.py:1186",
+    )
     assert old.src == "gpu_model_runner.py:1186"
 
 
@@ -128,18 +230,22 @@ def test_no_newline_pathological_line_is_cut() -> None:
 def test_sparse_reading_keeps_windows_and_numbers() -> None:
     from kvdoctor.lines import WINDOW_BEFORE, iter_sparse_lines
 
-    serving = [f"INFO 11-02 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: {i}.0 tokens/s".encode()
-               for i in range(5000)]
-    startup = [b"INFO 11-02 10:01:00 [core.py:1] Initializing a V1 LLM engine (v0.10.2) with config: model='m'",
-               b"INFO 11-02 10:01:01 [gpu_worker.py:1] Available KV cache memory: 6.51 GiB",
-               b"INFO 11-02 10:01:01 [kv_cache_utils.py:1] GPU KV cache size: 42,656 tokens"]
+    serving = [
+        f"INFO 11-02 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: {i}.0 tokens/s".encode()
+        for i in range(5000)
+    ]
+    startup = [
+        b"INFO 11-02 10:01:00 [core.py:1] Initializing a V1 LLM engine (v0.10.2) with config: model='m'",
+        b"INFO 11-02 10:01:01 [gpu_worker.py:1] Available KV cache memory: 6.51 GiB",
+        b"INFO 11-02 10:01:01 [kv_cache_utils.py:1] GPU KV cache size: 42,656 tokens",
+    ]
     lines = serving + startup + serving
     stream = io.BufferedReader(io.BytesIO(b"\n".join(lines) + b"\n"))  # type: ignore[arg-type]
     got = dict(iter_sparse_lines(stream, dense_bytes=0))
     assert got[5001] == startup[0] and got[5002] == startup[1] and got[5003] == startup[2]
-    assert 5000 - WINDOW_BEFORE in got and got[5000] == serving[-1]   # context before the anchor
-    assert len(got) < 400                                             # the rest was skipped
-    assert got[min(got)] == b""                                        # a skipped stretch is marked
+    assert 5000 - WINDOW_BEFORE in got and got[5000] == serving[-1]  # context before the anchor
+    assert len(got) < 400  # the rest was skipped
+    assert got[min(got)] == b""  # a skipped stretch is marked
 
 
 def test_sparse_reading_is_identical_for_small_inputs() -> None:
@@ -147,4 +253,8 @@ def test_sparse_reading_is_identical_for_small_inputs() -> None:
 
     data = b"a\nb\r\n\nlast-without-newline"
     assert list(iter_sparse_lines(io.BufferedReader(io.BytesIO(data)))) == [  # type: ignore[arg-type]
-        (1, b"a"), (2, b"b\r"), (3, b""), (4, b"last-without-newline")]
+        (1, b"a"),
+        (2, b"b\r"),
+        (3, b""),
+        (4, b"last-without-newline"),
+    ]

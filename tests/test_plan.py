@@ -35,9 +35,7 @@ def test_rtx3090_case_with_the_logged_activation_reproduces_vllm(
     assert rec["kv_cache_gib"] == pytest.approx(2.89, abs=0.01)
     assert abs(int(rec["kv_cache_tokens"]) - 23_648) / 23_648 < 0.01  # type: ignore[call-overload]
     assert rec["kv_bytes_per_token"] == 131_072
-    assert str(rec["command"]).startswith(
-        "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 2"
-    )
+    assert str(rec["command"]).startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 2")
 
 
 def test_required_json_fields(capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,25 +58,18 @@ def test_required_json_fields(capsys: pytest.CaptureFixture[str]) -> None:
         assert key in rec
     lo, hi = rec["uncertainty"]["kv_cache_gib"]  # type: ignore[index]
     assert lo <= rec["kv_cache_gib"] <= hi  # type: ignore[operator]
-    assert (
-        rec["command"]
-        == "vllm serve Qwen/Qwen3-8B --max-model-len 40960 --gpu-memory-utilization 0.92"
-    )
+    assert rec["command"] == "vllm serve Qwen/Qwen3-8B --max-model-len 40960 --gpu-memory-utilization 0.92"
 
 
 def test_70b_on_one_h100_does_not_fit_and_proposes_tp(capsys: pytest.CaptureFixture[str]) -> None:
-    code, rec = _json(
-        capsys, "--model", "llama-3.1-70b", "--gpu", "h100", "--max-model-len", "32768"
-    )
+    code, rec = _json(capsys, "--model", "llama-3.1-70b", "--gpu", "h100", "--max-model-len", "32768")
     assert code == 1
     assert rec["kv_cache_gib"] < 0  # type: ignore[operator]
     assert "--tensor-parallel-size 4" in str(rec["command"])
 
 
 def test_text_output_has_a_bar_and_a_verdict(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(
-        ["plan", "--model", "llama-3.1-8b", "--gpu-memory", "80GiB", "--max-model-len", "8192"]
-    )
+    code = main(["plan", "--model", "llama-3.1-8b", "--gpu-memory", "80GiB", "--max-model-len", "8192"])
     out = capsys.readouterr().out
     assert code == 0
     assert "FITS" in out and "[WWW" in out and "command: vllm serve meta-llama/Llama-3.1-8B" in out
@@ -96,10 +87,7 @@ def test_bad_gpu_and_sizes_are_one_line_errors(capsys: pytest.CaptureFixture[str
     assert "unknown GPU 'b300'; close names:" in capsys.readouterr().err
     assert main(["plan", "--model", "qwen3-8b", "--gpu-memory", "lots"]) == 2
     assert "is not a size" in capsys.readouterr().err
-    assert (
-        main(["plan", "--model", "qwen3-8b", "--gpu", "h100", "--gpu-memory-utilization", "1.5"])
-        == 2
-    )
+    assert main(["plan", "--model", "qwen3-8b", "--gpu", "h100", "--gpu-memory-utilization", "1.5"]) == 2
 
 
 def test_probe_without_a_gpu_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:

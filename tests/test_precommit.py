@@ -23,13 +23,11 @@ from kvdoctor.ticket import BEGIN
 ROOT = Path(__file__).resolve().parents[1]
 TICKETS = ROOT / "tests" / "fixtures" / "tickets"
 GIT = shutil.which("git")
-PRE_COMMIT = shutil.which("pre-commit") or shutil.which(
-    "pre-commit", path=str(Path(sys.executable).parent))
+PRE_COMMIT = shutil.which("pre-commit") or shutil.which("pre-commit", path=str(Path(sys.executable).parent))
 
 
 def _pip_config() -> str:
-    done = subprocess.run([sys.executable, "-m", "pip", "config", "list"],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, check=False)
     return done.stdout
 
 
@@ -52,15 +50,27 @@ pytestmark = [
 
 
 def _git(cwd: Path, *args: str) -> None:
-    config = ["-c", "user.name=kvdoctor tests", "-c", "user.email=t@example.invalid",
-              "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]
+    config = [
+        "-c",
+        "user.name=kvdoctor tests",
+        "-c",
+        "user.email=t@example.invalid",
+        "-c",
+        "commit.gpgsign=false",
+        "-c",
+        "init.defaultBranch=main",
+    ]
     subprocess.run([str(GIT), *config, *args], cwd=cwd, check=True, capture_output=True)
 
 
 def _copy_of_this_repo(dest: Path) -> Path:
     """The working tree (tracked and untracked, not ignored) committed into a new repository."""
-    listed = subprocess.run([str(GIT), "ls-files", "-z", "--cached", "--others",
-                             "--exclude-standard"], cwd=ROOT, capture_output=True, check=False)
+    listed = subprocess.run(
+        [str(GIT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=False,
+    )
     if listed.returncode != 0:
         pytest.skip("the kvdoctor sources are not a git checkout; try-repo needs one")
     for name in filter(None, listed.stdout.decode().split("\0")):
@@ -74,13 +84,18 @@ def _copy_of_this_repo(dest: Path) -> Path:
     return dest
 
 
-def _try_repo(repo: Path, tickets: Path, hook: str, home: Path,
-              *files: str) -> subprocess.CompletedProcess[str]:
+def _try_repo(repo: Path, tickets: Path, hook: str, home: Path, *files: str) -> subprocess.CompletedProcess[str]:
     which = ["--files", *files] if files else ["--all-files"]
     env = dict(os.environ, PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never")
-    return subprocess.run([str(PRE_COMMIT), "try-repo", str(repo), hook, *which],
-                          cwd=tickets, env=env, capture_output=True, text=True, timeout=900,
-                          check=False)
+    return subprocess.run(
+        [str(PRE_COMMIT), "try-repo", str(repo), hook, *which],
+        cwd=tickets,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
 
 
 def test_hooks_fix_then_pass_and_check_fails_on_a_contradiction(tmp_path: Path) -> None:

@@ -18,9 +18,7 @@ NOW = "2025-03-01T10:00:00Z"
 
 def _snap(*frees: float, total: float = 80.0, procs: tuple[Process, ...] = ()) -> Snapshot:
     devices = tuple(
-        Device(
-            i, "NVIDIA A100-SXM4-80GB", f"GPU-{i}", total, free, total - free, None, visible_index=i
-        )
+        Device(i, "NVIDIA A100-SXM4-80GB", f"GPU-{i}", total, free, total - free, None, visible_index=i)
         for i, free in enumerate(frees)
     )
     return Snapshot("ok", NOW, SnapshotSource.NVML, devices, procs)
@@ -29,9 +27,7 @@ def _snap(*frees: float, total: float = 80.0, procs: tuple[Process, ...] = ()) -
 def test_ready_when_every_gpu_has_the_fraction_free() -> None:
     result = check_ready(_snap(79.5, 75.0), 0.9)
     assert result.readiness is Readiness.READY and result.exit_code == 0
-    assert result.reason == (
-        "2 visible GPU(s) have 0.90 × total free; smallest margin 3.00 GiB on GPU 1"
-    )
+    assert result.reason == ("2 visible GPU(s) have 0.90 × total free; smallest margin 3.00 GiB on GPU 1")
     assert result.max_util_now == 0.93
 
 
@@ -80,8 +76,7 @@ def test_unavailable_and_unified_memory() -> None:
     result = check_ready(uma, 0.9)
     assert result.readiness is Readiness.UNAVAILABLE
     assert result.reason == (
-        "GPU 0 reports no memory figures (unified memory: check system "
-        "memory instead); preflight cannot check it"
+        "GPU 0 reports no memory figures (unified memory: check system memory instead); preflight cannot check it"
     )
 
 
@@ -126,18 +121,14 @@ def test_wait_until_released() -> None:
 
 def test_wait_gives_up_at_the_deadline() -> None:
     clock, probe = _Clock(), _Releasing([8.0])
-    result = wait_until_ready(
-        probe, 0.9, timeout_s=12, interval_s=5, sleep=clock.sleep, clock=lambda: clock.now
-    )
+    result = wait_until_ready(probe, 0.9, timeout_s=12, interval_s=5, sleep=clock.sleep, clock=lambda: clock.now)
     assert result.readiness is Readiness.NOT_READY
     assert probe.calls == 3 and clock.now == 10
 
 
 def test_no_wait_probes_once() -> None:
     clock, probe = _Clock(), _Releasing([8.0])
-    wait_until_ready(
-        probe, 0.9, timeout_s=0, interval_s=2, sleep=clock.sleep, clock=lambda: clock.now
-    )
+    wait_until_ready(probe, 0.9, timeout_s=0, interval_s=2, sleep=clock.sleep, clock=lambda: clock.now)
     assert probe.calls == 1 and clock.sleeps == []
 
 
@@ -157,8 +148,7 @@ def test_command_not_ready_from_a_pasted_table(capsys: pytest.CaptureFixture[str
     assert code == 1
     assert capsys.readouterr().out.splitlines() == [
         "preflight: NOT READY for --gpu-memory-utilization 0.90 (probe: nvidia-smi)",
-        "  GPU 0 NVIDIA H100 80GB HBM3: free 49.64 of 79.65 GiB, needs 71.68 GiB: "
-        "short by 22.04 GiB",
+        "  GPU 0 NVIDIA H100 80GB HBM3: free 49.64 of 79.65 GiB, needs 71.68 GiB: short by 22.04 GiB",
         "    held by pid 733104 (/usr/bin/python3) 30.00 GiB",
         "largest --gpu-memory-utilization that fits now: 0.62",
     ]

@@ -31,9 +31,7 @@ NOW = "2025-03-01T10:00:00Z"
 NAMES = {4242: "python3", 777: "Xorg", 5150: "vllm"}
 
 
-def _probe(
-    fake: FakeNvml, visible: str | None = None, names: dict[int, str] | None = None
-) -> Snapshot:
+def _probe(fake: FakeNvml, visible: str | None = None, names: dict[int, str] | None = None) -> Snapshot:
     table = NAMES if names is None else names
     return NvmlProbe(visible, load=lambda: fake, resolve_pid=table.get, now=lambda: NOW).snapshot()
 
@@ -184,11 +182,7 @@ def test_old_driver_without_v3_or_memory_v2_falls_back() -> None:
 
 
 def test_driver_with_no_process_query_at_all_degrades() -> None:
-    missing = tuple(
-        f"nvmlDeviceGet{k}RunningProcesses{v}"
-        for k in ("Compute", "Graphics")
-        for v in ("_v3", "_v2", "")
-    )
+    missing = tuple(f"nvmlDeviceGet{k}RunningProcesses{v}" for k in ("Compute", "Graphics") for v in ("_v3", "_v2", ""))
     snap = _probe(FakeNvml([_h100(used=100)], missing=missing))
     assert snap.status == "partial"
     assert "process list not reported (no process query this driver supports)" in snap.note
@@ -288,9 +282,7 @@ def test_probe_command_text(
     assert main(["probe"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"GPU probe (nvml, {NOW}, driver 550.54.15): ok"
-    assert out[1] == (
-        f"GPU 0 [cuda:0] {H100}: total 79.65 GiB, used 30.00 GiB, free 49.12 GiB (62%)"
-    )
+    assert out[1] == (f"GPU 0 [cuda:0] {H100}: total 79.65 GiB, used 30.00 GiB, free 49.12 GiB (62%)")
     assert out[2] == "  pid 4242        30.00 GiB  compute  python3"
 
 

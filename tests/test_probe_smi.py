@@ -22,10 +22,7 @@ def _load(name: str) -> Snapshot:
 
 
 def _mem(snap: Snapshot) -> list[tuple[int, float | None, float | None]]:
-    return [
-        (d.index, d.used_gib and round(d.used_gib, 2), d.total_gib and round(d.total_gib, 2))
-        for d in snap.devices
-    ]
+    return [(d.index, d.used_gib and round(d.used_gib, 2), d.total_gib and round(d.total_gib, 2)) for d in snap.devices]
 
 
 def test_r418_table_without_gi_ci_columns() -> None:
@@ -158,9 +155,7 @@ def test_reader_inside_a_vllm_log_keeps_the_newest_table_and_its_lines() -> None
     assert snap is not None and snap.driver_version == "550.54.15"
     assert [p.pid for p in snap.processes] == [733104]
     first_new = 1 + len(old) + 2 + 1
-    assert reader.lines() == list(range(2, 2 + len(old))) + list(
-        range(first_new, first_new + len(new))
-    )
+    assert reader.lines() == list(range(2, 2 + len(old))) + list(range(first_new, first_new + len(new)))
 
 
 def test_reader_ignores_unrelated_lines() -> None:
@@ -189,14 +184,12 @@ def test_load_snapshot_file_accepts_probe_json_and_smi_text(tmp_path: Path) -> N
             "quotes); write it with `kvdoctor probe --format json`",
         ),
         (
-            '{"probe_schema_version": 1, "status": "ok", "source": "nvml", "devices": [{}], '
-            '"processes": []}',
+            '{"probe_schema_version": 1, "status": "ok", "source": "nvml", "devices": [{}], "processes": []}',
             "bad.txt: field 'index' is missing; write it with `kvdoctor probe --format json`",
         ),
         (
             '{"probe_schema_version": 7}',
-            "bad.txt: probe_schema_version is 7, expected 1; write it with "
-            "`kvdoctor probe --format json`",
+            "bad.txt: probe_schema_version is 7, expected 1; write it with `kvdoctor probe --format json`",
         ),
         (
             "hello\n",

@@ -12,14 +12,39 @@ from kvdoctor.api import diagnose
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 # fragments of real lines, so the generator reaches the extractors and not only the decoder
 FRAGMENTS = [
-    b"INFO 01-15 11:06:48 worker.py:240] ", b"(EngineCore_DP0 pid=5) ", b"# GPU blocks: ", b"GiB",
-    b"Available KV cache memory: -", b"ValueError: ", b"No available memory for the cache blocks",
-    b"max seq len (", b") is larger than the maximum number of tokens that can be stored in KV cache (",
-    b"Free memory on device (", b"/", b" GiB) on startup is less than desired GPU memory utilization (",
-    b"CUDA out of memory. Tried to allocate ", b" MiB", b"Process 12 has ", b"args: Namespace(",
-    b"gpu_memory_utilization=", b"non-default args: {'", b"Traceback (most recent call last)",
-    b'  File "x.py", line 1, in capture_model', b"\x1b[1;36m", b"\r", b"\n", b"\xff\xfe", b"{\"log\": \"",
-    b"\\", b"0.9", b"-1e309", b"99999999999999999999999", b"\t", b"\x00", b"|", b"\xe2\x94\x82",
+    b"INFO 01-15 11:06:48 worker.py:240] ",
+    b"(EngineCore_DP0 pid=5) ",
+    b"# GPU blocks: ",
+    b"GiB",
+    b"Available KV cache memory: -",
+    b"ValueError: ",
+    b"No available memory for the cache blocks",
+    b"max seq len (",
+    b") is larger than the maximum number of tokens that can be stored in KV cache (",
+    b"Free memory on device (",
+    b"/",
+    b" GiB) on startup is less than desired GPU memory utilization (",
+    b"CUDA out of memory. Tried to allocate ",
+    b" MiB",
+    b"Process 12 has ",
+    b"args: Namespace(",
+    b"gpu_memory_utilization=",
+    b"non-default args: {'",
+    b"Traceback (most recent call last)",
+    b'  File "x.py", line 1, in capture_model',
+    b"\x1b[1;36m",
+    b"\r",
+    b"\n",
+    b"\xff\xfe",
+    b'{"log": "',
+    b"\\",
+    b"0.9",
+    b"-1e309",
+    b"99999999999999999999999",
+    b"\t",
+    b"\x00",
+    b"|",
+    b"\xe2\x94\x82",
 ]
 
 
@@ -27,8 +52,15 @@ FRAGMENTS = [
 @given(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.binary(max_size=40)), max_size=60))
 def test_arbitrary_bytes_never_raise(parts: list[bytes]) -> None:
     report = diagnose(b"".join(parts))
-    assert report.verdict in {"no_cache_blocks", "max_model_len_too_large", "insufficient_free_memory_at_startup",
-                              "cuda_oom", "healthy", "other", "unknown"}
+    assert report.verdict in {
+        "no_cache_blocks",
+        "max_model_len_too_large",
+        "insufficient_free_memory_at_startup",
+        "cuda_oom",
+        "healthy",
+        "other",
+        "unknown",
+    }
     report.as_records()
 
 

@@ -37,8 +37,14 @@ def test_every_rule_has_firing_and_silent_examples_and_both_languages() -> None:
 def test_builtin_rules_cover_every_class_and_cause() -> None:
     classes = {r.klass for r in RULES}
     causes = {r.cause for r in RULES if r.klass == "no_cache_blocks"}
-    assert classes == {"no_cache_blocks", "max_model_len_too_large", "insufficient_free_memory_at_startup",
-                       "cuda_oom", "healthy", "other"}
+    assert classes == {
+        "no_cache_blocks",
+        "max_model_len_too_large",
+        "insufficient_free_memory_at_startup",
+        "cuda_oom",
+        "healthy",
+        "other",
+    }
     assert causes == {"utilization_too_low", "other_process", "model_too_large", "profile_overhead"}
 
 
@@ -64,7 +70,7 @@ def test_syntax_error_column_points_at_the_token() -> None:
         load_rules([FIXTURES / "rules-broken"])
     err = next(e for e in info.value.errors if e.path.endswith("syntax-error.yaml"))
     assert err.line == 5
-    assert err.source_line[err.column - 1:].startswith("and")
+    assert err.source_line[err.column - 1 :].startswith("and")
 
 
 def test_cli_lint_broken_dir_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -74,8 +80,14 @@ def test_cli_lint_broken_dir_exits_2(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_cli_diagnose_with_broken_extra_rules_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["diagnose", "--rules", str(FIXTURES / "rules-broken"),
-                 str(FIXTURES / "corpus" / "027-v1-laptop-4gb-free-memory-322of40.log")])
+    code = main(
+        [
+            "diagnose",
+            "--rules",
+            str(FIXTURES / "rules-broken"),
+            str(FIXTURES / "corpus" / "027-v1-laptop-4gb-free-memory-322of40.log"),
+        ]
+    )
     assert code == 2
     assert "problem(s) in rule files" in capsys.readouterr().err
 

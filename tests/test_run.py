@@ -21,8 +21,15 @@ LOG_003 = (FIXTURES / "corpus" / "003-v1-qwen25vl-7b-24gb-dynamo-maxlen-128000.l
 SMI_BUSY = FIXTURES / "nvidia-smi" / "r550-h100-table.txt"  # 30 of 80 GiB held by a python3
 SMI_IDLE = FIXTURES / "nvidia-smi" / "r550-idle-no-processes-table.txt"
 LONG_WAIT = 120  # only guards against a hung test; nothing here measures time
-SERVE = ["vllm", "serve", "Qwen/Qwen2.5-VL-7B-Instruct", "--max-model-len", "128000",
-         "--gpu-memory-utilization", "0.9"]
+SERVE = [
+    "vllm",
+    "serve",
+    "Qwen/Qwen2.5-VL-7B-Instruct",
+    "--max-model-len",
+    "128000",
+    "--gpu-memory-utilization",
+    "0.9",
+]
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX")
 
@@ -34,8 +41,13 @@ def _env(fake: Path) -> dict[str, str]:
 
 
 def _run(fake: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "kvdoctor", "run", *args], env=_env(fake),
-                          capture_output=True, timeout=LONG_WAIT, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "kvdoctor", "run", *args],
+        env=_env(fake),
+        capture_output=True,
+        timeout=LONG_WAIT,
+        check=False,
+    )
 
 
 def test_failing_server_is_teed_diagnosed_and_its_exit_code_returned(tmp_path: Path) -> None:
@@ -43,16 +55,19 @@ def test_failing_server_is_teed_diagnosed_and_its_exit_code_returned(tmp_path: P
     done = _run(FAILING, "--format", "json", "--report", str(report), "--", *SERVE)
     assert done.returncode == 1  # the child's code
     # stdout is the child's merged stdout and stderr, byte for byte
-    assert done.stdout == (b"INFO fake vllm: argv " + shlex.join(SERVE[1:]).encode() + b"\n"
-                           + LOG_003 + b"fake vllm: goodbye\n")
+    assert done.stdout == (
+        b"INFO fake vllm: argv " + shlex.join(SERVE[1:]).encode() + b"\n" + LOG_003 + b"fake vllm: goodbye\n"
+    )
     records = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines()]
     assert [r["verdict"] for r in records] == ["max_model_len_too_large"]
     first = records[0]["diagnoses"][0]["remedies"][0]
     assert first["action"] == "lower_max_model_len" and first["value"] < 128000
     corrected = [*SERVE[:4], str(first["value"]), *SERVE[5:]]
     err = done.stderr.decode().splitlines()
-    assert err == ["kvdoctor: corrected command (lower_max_model_len):",
-                   "  " + shlex.join(corrected)]
+    assert err == [
+        "kvdoctor: corrected command (lower_max_model_len):",
+        "  " + shlex.join(corrected),
+    ]
 
 
 def test_text_diagnosis_goes_to_stderr_by_default() -> None:
@@ -64,9 +79,12 @@ def test_text_diagnosis_goes_to_stderr_by_default() -> None:
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signal_is_forwarded_and_the_child_code_returned(sig: signal.Signals, code: int) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "kvdoctor", "run", "--format", "json", "--",
-                             "vllm", "serve", "m"], env=_env(HANGING),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kvdoctor", "run", "--format", "json", "--", "vllm", "serve", "m"],
+        env=_env(HANGING),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None
     seen = []
     for line in proc.stdout:  # the child is up and kvdoctor is forwarding once this arrives
@@ -95,10 +113,10 @@ def test_preflight_refuses_a_busy_gpu_and_suggests_a_fraction_that_fits() -> Non
     assert done.stdout == b""  # not launched
     err = done.stderr.decode()
     assert "NOT READY" in err and "733104" in err  # who holds the memory
-    suggestion = err.splitlines()[err.splitlines().index(
-        "kvdoctor: corrected command (lower_gpu_memory_utilization):") + 1]
-    util = float(shlex.split(suggestion)[shlex.split(suggestion).index(
-        "--gpu-memory-utilization") + 1])
+    suggestion = err.splitlines()[
+        err.splitlines().index("kvdoctor: corrected command (lower_gpu_memory_utilization):") + 1
+    ]
+    util = float(shlex.split(suggestion)[shlex.split(suggestion).index("--gpu-memory-utilization") + 1])
     assert 0 < util < 0.9
 
 

@@ -105,9 +105,7 @@ def test_healthz(app: Any) -> None:
 
 
 def test_diagnose_raw_text(app: Any) -> None:
-    sent = call(
-        app, "POST", "/v1/diagnose", body=SAMPLER_OOM, headers={"content-type": "text/plain"}
-    )
+    sent = call(app, "POST", "/v1/diagnose", body=SAMPLER_OOM, headers={"content-type": "text/plain"})
     assert sent.status == 200
     records = sent.json()
     assert records["schema_version"] == 1
@@ -193,9 +191,7 @@ def test_a_path_in_the_body_is_log_text_not_a_file_on_the_server(app: Any) -> No
         ),
     ],
 )
-def test_bad_requests_get_one_line_400(
-    app: Any, content_type: str, body: bytes, where: str
-) -> None:
+def test_bad_requests_get_one_line_400(app: Any, content_type: str, body: bytes, where: str) -> None:
     sent = call(app, "POST", "/v1/diagnose", body=body, headers={"content-type": content_type})
     assert sent.status == 400
     message = sent.json()["error"]
@@ -203,9 +199,7 @@ def test_bad_requests_get_one_line_400(
 
 
 def test_declared_oversized_body_is_refused_before_reading(app: Any) -> None:
-    sent = call(
-        app, "POST", "/v1/diagnose", body=b"x", headers={"content-length": str((1 << 20) + 1)}
-    )
+    sent = call(app, "POST", "/v1/diagnose", body=b"x", headers={"content-length": str((1 << 20) + 1)})
     assert sent.status == 413
     assert sent.reads == 0
     assert sent.headers["connection"] == "close"
@@ -290,9 +284,7 @@ def test_slack_url_verification_through_bolt(slack_app: Any) -> None:
     ],
     ids=["bad-secret", "stale", "tampered", "unsigned"],
 )
-def test_slack_signature_is_checked(
-    slack_app: Any, access: list[dict[str, Any]], headers: Any
-) -> None:
+def test_slack_signature_is_checked(slack_app: Any, access: list[dict[str, Any]], headers: Any) -> None:
     body = json.dumps({"type": "url_verification", "challenge": "c-123"}).encode()
     sent = call(
         slack_app,
@@ -435,9 +427,7 @@ class Served:
         return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
 
     def slack(self, body: bytes, kind: str, **extra: str) -> tuple[int, dict[str, str], bytes]:
-        return self.request(
-            "POST", "/slack/events", body, {"Content-Type": kind, **signed(body), **extra}
-        )
+        return self.request("POST", "/slack/events", body, {"Content-Type": kind, **signed(body), **extra})
 
 
 @pytest.fixture(scope="module")
@@ -492,14 +482,10 @@ def texts(blocks: list[dict[str, Any]]) -> str:
 
 
 def test_real_server_diagnoses_text_json_and_multipart(served: Served) -> None:
-    status, _, body = served.request(
-        "POST", "/v1/diagnose", SAMPLER_OOM, {"Content-Type": "text/plain"}
-    )
+    status, _, body = served.request("POST", "/v1/diagnose", SAMPLER_OOM, {"Content-Type": "text/plain"})
     assert status == 200 and json.loads(body)["verdict"] == "cuda_oom"
     payload = json.dumps({"log": FREE_MEMORY.decode()}).encode()
-    status, _, body = served.request(
-        "POST", "/v1/diagnose", payload, {"Content-Type": "application/json"}
-    )
+    status, _, body = served.request("POST", "/v1/diagnose", payload, {"Content-Type": "application/json"})
     assert status == 200 and json.loads(body)["verdict"] == "insufficient_free_memory_at_startup"
     multipart = (
         b'--b0\r\nContent-Disposition: form-data; name="file"; filename="a.log"\r\n'
@@ -555,9 +541,7 @@ def test_real_server_slack_signature_and_stale_timestamp(served: Served) -> None
     assert status == 401
 
 
-def test_real_server_slash_command_replies_through_response_url(
-    served: Served, mock_slack: MockSlack
-) -> None:
+def test_real_server_slash_command_replies_through_response_url(served: Served, mock_slack: MockSlack) -> None:
     hook = "/response/cmd-1"
     body = form(
         command="/kvdoctor",
@@ -592,9 +576,7 @@ def test_real_server_slash_command_replies_through_response_url(
         "container": {"type": "message", "is_ephemeral": True},
         "actions": [{**button, "block_id": "b1", "action_ts": "1.4"}],
     }
-    status, _, _ = served.slack(
-        form(payload=json.dumps(action)), "application/x-www-form-urlencoded"
-    )
+    status, _, _ = served.slack(form(payload=json.dumps(action)), "application/x-www-form-urlencoded")
     assert status == 200
     shared, deleted = mock_slack.wait_for(share_hook, 2)
     assert shared["response_type"] == "in_channel"
@@ -602,9 +584,7 @@ def test_real_server_slash_command_replies_through_response_url(
     assert deleted == {"delete_original": True}
 
 
-def test_real_server_slash_command_share_and_lang_flags(
-    served: Served, mock_slack: MockSlack
-) -> None:
+def test_real_server_slash_command_share_and_lang_flags(served: Served, mock_slack: MockSlack) -> None:
     hook = "/response/cmd-zh"
     body = form(
         command="/kvdoctor",
@@ -637,9 +617,7 @@ def test_real_server_message_shortcut(served: Served, mock_slack: MockSlack) -> 
         "response_url": mock_slack.url + hook,
         "message": {"type": "message", "text": text, "ts": "1.1", "user": "U2"},
     }
-    status, _, _ = served.slack(
-        form(payload=json.dumps(shortcut)), "application/x-www-form-urlencoded"
-    )
+    status, _, _ = served.slack(form(payload=json.dumps(shortcut)), "application/x-www-form-urlencoded")
     assert status == 200
     [reply] = mock_slack.wait_for(hook)
     assert reply["response_type"] == "ephemeral" and "`cuda_oom`" in texts(reply["blocks"])
@@ -674,15 +652,11 @@ def test_real_server_mention_reads_the_attached_file_and_replies_in_thread(
     mock_slack.files["F1"] = FREE_MEMORY
     body = mention("Ev-file", "C-file", "<@UBOT> why?", [{"id": "F1", "name": "vllm.log"}])
     assert served.slack(body, "application/json")[0] == 200
-    posts = [
-        p for p in mock_slack.wait_for("/api/chat.postMessage") if p.get("channel") == "C-file"
-    ]
+    posts = [p for p in mock_slack.wait_for("/api/chat.postMessage") if p.get("channel") == "C-file"]
     deadline = time.monotonic() + 30
     while not posts and time.monotonic() < deadline:
         time.sleep(0.05)
-        posts = [
-            p for p in mock_slack.posts("/api/chat.postMessage") if p.get("channel") == "C-file"
-        ]
+        posts = [p for p in mock_slack.posts("/api/chat.postMessage") if p.get("channel") == "C-file"]
     [reply] = posts
     assert reply["thread_ts"] == "1700000000.000100"
     assert "`insufficient_free_memory_at_startup`" in texts(reply["blocks"])
@@ -762,9 +736,7 @@ def test_serve_usage_errors_are_one_line() -> None:
 def test_slack_manifest_matches_the_server() -> None:
     import yaml
 
-    manifest = yaml.safe_load(
-        (Path(__file__).parent.parent / "slack-app-manifest.yaml").read_text()
-    )
+    manifest = yaml.safe_load((Path(__file__).parent.parent / "slack-app-manifest.yaml").read_text())
     [command] = manifest["features"]["slash_commands"]
     [shortcut] = manifest["features"]["shortcuts"]
     assert command["command"] == "/kvdoctor" and command["url"].endswith("/slack/events")
@@ -787,9 +759,7 @@ def test_serve_without_the_server_extra_says_what_to_install(
     from kvdoctor.cli import main
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a)
-    )
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a))
     assert main(["serve"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install 'kvdoctor[server]'" in err

@@ -107,9 +107,7 @@ def test_huge_real_log_stays_within_limits() -> None:
 def test_long_evidence_moves_to_overflow_without_cutting_the_diagnosis() -> None:
     records = copy.deepcopy(records_for(SAMPLER_OOM))
     primary = records["diagnoses"][0]
-    primary["evidence"] = [
-        {"line": n, "text": f"ERROR line {n} " + "x" * 900} for n in range(1, 401)
-    ]
+    primary["evidence"] = [{"line": n, "text": f"ERROR line {n} " + "x" * 900} for n in range(1, 401)]
     primary["explanation"] = "Because. " * 1500  # 13,500 characters: several sections
     message = render_blocks(records)
     assert_within_limits(message.blocks)
@@ -132,9 +130,7 @@ def test_long_evidence_moves_to_overflow_without_cutting_the_diagnosis() -> None
 def test_many_diagnoses_and_remedies_stay_under_the_block_limit() -> None:
     records = copy.deepcopy(records_for(SAMPLER_OOM))
     primary = records["diagnoses"][0]
-    primary["remedies"] = [
-        {"action": "fix_config", "text": "t" * 2500, "value": n} for n in range(80)
-    ]
+    primary["remedies"] = [{"action": "fix_config", "text": "t" * 2500, "value": n} for n in range(80)]
     records["diagnoses"] += [dict(primary, rule=f"r{n}") for n in range(30)]
     message = render_blocks(records)
     assert len(message.blocks) <= MAX_BLOCKS - 2  # room kept for the share button
@@ -165,8 +161,7 @@ def test_share_button_round_trips_the_report() -> None:
 def test_share_value_drops_evidence_before_giving_up() -> None:
     records = copy.deepcopy(records_for(SAMPLER_OOM))
     records["diagnoses"][0]["evidence"] = [
-        {"line": n, "text": "".join(chr(0x4E00 + (n * 97 + k) % 20000) for k in range(200))}
-        for n in range(12)
+        {"line": n, "text": "".join(chr(0x4E00 + (n * 97 + k) % 20000) for k in range(200))} for n in range(12)
     ]
     value = pack_share(records)
     assert value is not None and len(value) <= BUTTON_VALUE_CHARS

@@ -24,11 +24,13 @@ def test_reports_when_the_error_arrives_not_at_close() -> None:
 def test_a_second_attempt_is_reported_separately() -> None:
     live = LiveDiagnoser()
     reports = []
-    log = ["INFO 01-01 [api_server.py:1] vLLM API server version 0.10.2",
-           "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`.",
-           "INFO 01-01 [api_server.py:1] vLLM API server version 0.10.2",
-           "INFO 01-01 [gpu_worker.py:1] Available KV cache memory: 6.51 GiB",
-           "INFO:     Application startup complete."]
+    log = [
+        "INFO 01-01 [api_server.py:1] vLLM API server version 0.10.2",
+        "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`.",
+        "INFO 01-01 [api_server.py:1] vLLM API server version 0.10.2",
+        "INFO 01-01 [gpu_worker.py:1] Available KV cache memory: 6.51 GiB",
+        "INFO:     Application startup complete.",
+    ]
     for line in log:
         reports += live.feed(line)
     reports += live.flush()

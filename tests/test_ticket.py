@@ -37,14 +37,17 @@ def test_bug_template_blocks_are_found_in_order() -> None:
     parsed = parse_ticket(ticket("INC-0096-bug-template.md"))
     kinds = [(b.kind, b.info) for b in parsed.blocks]
     # the collect_env <details> holds only a fence: the fence is the block
-    assert kinds == [(BlockKind.FENCED, "text"), (BlockKind.FENCED, "console"),
-                     (BlockKind.DETAILS, ""), (BlockKind.INDENTED, "")]
+    assert kinds == [
+        (BlockKind.FENCED, "text"),
+        (BlockKind.FENCED, "console"),
+        (BlockKind.DETAILS, ""),
+        (BlockKind.INDENTED, ""),
+    ]
     collect_env = parsed.blocks[0]
     assert collect_env.text.startswith("Collecting environment information...")
     indented = parsed.blocks[-1].text
     assert indented == (CORPUS / "027-v1-laptop-4gb-free-memory-322of40.log").read_text()
-    assert [s.text for s in parsed.stated] == [
-        "relaunched with `--max-model-len 2048`, it serves now."]
+    assert [s.text for s in parsed.stated] == ["relaunched with `--max-model-len 2048`, it serves now."]
 
 
 def test_every_log_is_diagnosed_and_other_blocks_are_not_logs() -> None:
@@ -55,14 +58,18 @@ def test_every_log_is_diagnosed_and_other_blocks_are_not_logs() -> None:
     ]
     [check] = result.checks  # the stated fix only speaks about log 1's knob
     assert (check.log, check.action, check.agrees, check.contradicts) == (
-        1, "lower_max_model_len", True, False)
+        1,
+        "lower_max_model_len",
+        True,
+        False,
+    )
 
 
 def test_section_is_appended_once_and_byte_identical_on_the_second_run() -> None:
     original = ticket("INC-0096-bug-template.md")
     first = check_ticket(original)
     assert first.changed and first.text.startswith(original + "\n")
-    section = first.text[len(original) + 1:]
+    section = first.text[len(original) + 1 :]
     assert section.startswith(BEGIN + "\n") and section.endswith(END + "\n")
     assert "`max_model_len_too_large`" in section and "`lower_max_model_len`" in section
     second = check_ticket(first.text)
@@ -94,7 +101,10 @@ def test_contradiction_from_front_matter_and_from_a_fix_line() -> None:
     result = check_ticket(ticket("INC-0081-raised-util.md"))
     [c] = result.contradictions
     assert (c.stated.where, c.action, c.verdict) == (
-        "front matter", "raise_gpu_memory_utilization", "insufficient_free_memory_at_startup")
+        "front matter",
+        "raise_gpu_memory_utilization",
+        "insufficient_free_memory_at_startup",
+    )
     # the separate nvidia-smi paste names the process holding the memory
     assert result.logs[0].report.probe is not None
 
@@ -110,25 +120,33 @@ def test_ticket_without_a_vllm_log_is_left_alone() -> None:
     assert result.logs == () and result.text == original
 
 
-@pytest.mark.parametrize(("text", "facts", "expected"), [
-    ("raised gpu_memory_utilization to 0.95", {}, ("raise_gpu_memory_utilization",)),
-    ("--gpu-memory-utilization 0.95", {"gpu_memory_utilization": 0.9},
-     ("raise_gpu_memory_utilization",)),
-    ("--gpu-memory-utilization=0.5", {}, ("lower_gpu_memory_utilization",)),
-    ("lowered max_model_len to 8192 and added --enforce-eager", {},
-     ("lower_max_model_len", "enforce_eager")),
-    ("--max-model-len 4096", {"max_model_len": 32768}, ("lower_max_model_len",)),
-    ("--max-model-len 65536", {"max_model_len": 32768}, ("raise_max_model_len",)),
-    ("--max-model-len auto", {}, ("max_model_len_auto",)),
-    ("killed the stale vLLM process on GPU 0", {}, ("free_gpu_memory",)),
-    ("reduce_max_num_seqs", {}, ("reduce_max_num_seqs",)),
-    ("served with -tp 2", {}, ("increase_tensor_parallel_size",)),
-    ("switched to the AWQ checkpoint", {}, ("use_quantized_checkpoint",)),
-    ("set --kv-cache-dtype fp8", {}, ("kv_cache_dtype_fp8",)),
-    ("restarted the node", {}, ()),
-])
-def test_free_text_remedies_map_to_action_ids(text: str, facts: dict[str, object],
-                                              expected: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("text", "facts", "expected"),
+    [
+        ("raised gpu_memory_utilization to 0.95", {}, ("raise_gpu_memory_utilization",)),
+        (
+            "--gpu-memory-utilization 0.95",
+            {"gpu_memory_utilization": 0.9},
+            ("raise_gpu_memory_utilization",),
+        ),
+        ("--gpu-memory-utilization=0.5", {}, ("lower_gpu_memory_utilization",)),
+        (
+            "lowered max_model_len to 8192 and added --enforce-eager",
+            {},
+            ("lower_max_model_len", "enforce_eager"),
+        ),
+        ("--max-model-len 4096", {"max_model_len": 32768}, ("lower_max_model_len",)),
+        ("--max-model-len 65536", {"max_model_len": 32768}, ("raise_max_model_len",)),
+        ("--max-model-len auto", {}, ("max_model_len_auto",)),
+        ("killed the stale vLLM process on GPU 0", {}, ("free_gpu_memory",)),
+        ("reduce_max_num_seqs", {}, ("reduce_max_num_seqs",)),
+        ("served with -tp 2", {}, ("increase_tensor_parallel_size",)),
+        ("switched to the AWQ checkpoint", {}, ("use_quantized_checkpoint",)),
+        ("set --kv-cache-dtype fp8", {}, ("kv_cache_dtype_fp8",)),
+        ("restarted the node", {}, ()),
+    ],
+)
+def test_free_text_remedies_map_to_action_ids(text: str, facts: dict[str, object], expected: tuple[str, ...]) -> None:
     assert stated_actions(text, facts) == expected
 
 
@@ -140,8 +158,7 @@ def test_markers_inside_code_blocks_are_not_the_managed_section() -> None:
     assert not check_ticket(result.text).changed
 
 
-def test_broken_inputs_are_one_line_errors(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_broken_inputs_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(TicketError, match=r"^t.md:3: front matter is not valid YAML"):
         check_ticket("---\ntitle: x\nremedy: [unclosed\n---\n", where="t.md")
     with pytest.raises(TicketError, match=r"^t.md:2: <!-- kvdoctor:begin --> has no"):

@@ -17,14 +17,20 @@ FREE_MEMORY = (CORPUS / "027-v1-laptop-4gb-free-memory-322of40.log").read_bytes(
 HEALTHY = (CORPUS / "051-v1-011-qwen3-14b-lmcache-healthy.log").read_bytes()
 BANNER = b"INFO 09-28 15:47:01 [api_server.py:1885] vLLM API server version 0.10.2\n"
 SERVING = b"INFO:     Application startup complete.\n"
-NOISE = (b"Loading safetensors checkpoint shards:  50% 1/2\rLoading safetensors checkpoint "
-         b"shards: 100% 2/2\n\x1b[32mINFO\x1b[0m bytes that are not UTF-8: \xff\xfe\n")
+NOISE = (
+    b"Loading safetensors checkpoint shards:  50% 1/2\rLoading safetensors checkpoint "
+    b"shards: 100% 2/2\n\x1b[32mINFO\x1b[0m bytes that are not UTF-8: \xff\xfe\n"
+)
 LONG_WAIT = 120  # only guards against a hung test; nothing here measures time
 
 
 def _watch(*args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "kvdoctor", "watch", *args],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "kvdoctor", "watch", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _lines_of(stream: object) -> queue.Queue[bytes]:

@@ -27,7 +27,7 @@ def _raw_lines(source: Source) -> tuple[str, Iterable[bytes | str | tuple[int, b
 
         return "<bytes>", iter_sparse_lines(_maybe_gunzip(io.BytesIO(source)))
     if isinstance(source, str):
-        return "<text>", iter_sparse_lines(io.BytesIO(source.encode("utf-8", "replace")))  # type: ignore[arg-type]
+        return "<text>", iter_sparse_lines(io.BytesIO(source.encode("utf-8", "replace")))
     return "<lines>", (line.rstrip("\n") for line in source)
 
 
@@ -59,7 +59,7 @@ def _failure_line(attempt: Any) -> int | None:
     if attempt is None or not attempt.facts.get("failed") or not attempt.facts["failed"].value:
         return None
     lines = [f.line for n, f in attempt.facts.items() if n.startswith("seen.") and f.line is not None]
-    return min(lines) if lines else attempt.end_line
+    return min(lines) if lines else int(attempt.end_line)
 
 
 def _probe_notes(report_facts: dict[str, Any], diagnoses: tuple[Any, ...], live: bool) -> list[str]:
@@ -74,7 +74,9 @@ def _probe_notes(report_facts: dict[str, Any], diagnoses: tuple[Any, ...], live:
     held = report_facts.get("gpu.other_process_gib")
     pids = report_facts.get("gpu.other_pids") or []
     top = diagnoses[0] if diagnoses else None
-    claims_other = top is not None and (top.cause == "other_process" or top.klass == "insufficient_free_memory_at_startup")
+    claims_other = top is not None and (
+        top.cause == "other_process" or top.klass == "insufficient_free_memory_at_startup"
+    )
     if held is not None and top is not None:
         if held >= 1.0:
             state = "confirms" if claims_other else "adds to"
@@ -88,32 +90,55 @@ def _probe_notes(report_facts: dict[str, Any], diagnoses: tuple[Any, ...], live:
     return notes
 
 
-def diagnose(source: Source, *, rules: Sequence[Rule] | None = None, probe: Any = None,
-             lang: str = "en", name: str | None = None, rule_dirs: Sequence[str] = ()) -> Report:
+def diagnose(
+    source: Source,
+    *,
+    rules: Sequence[Rule] | None = None,
+    probe: Any = None,
+    lang: str = "en",
+    name: str | None = None,
+    rule_dirs: Sequence[str] = (),
+) -> Report:
     """Read a log (path, bytes, text or lines) and diagnose each start-up attempt in it."""
     label, raw = _raw_lines(source)
     analysis = analyse_lines(name or label, raw)
     return report_for(analysis, rules=rules, probe=probe, lang=lang, rule_dirs=rule_dirs)
 
 
-def report_for(analysis: Analysis, *, rules: Sequence[Rule] | None = None, probe: Any = None,
-               lang: str = "en", rule_dirs: Sequence[str] = ()) -> Report:
+def report_for(
+    analysis: Analysis,
+    *,
+    rules: Sequence[Rule] | None = None,
+    probe: Any = None,
+    lang: str = "en",
+    rule_dirs: Sequence[str] = (),
+) -> Report:
     active = list(rules) if rules is not None else rules_for(rule_dirs)
     snapshot = probe if probe is not None else analysis.smi_snapshot
     live = probe is not None and getattr(getattr(probe, "source", None), "value", "") == "nvml"
     extra = probe_facts(snapshot, analysis, live=live)
-    attempts = tuple(evaluate_attempt(a, active, lang, extra if a is analysis.last else None)
-                     for a in analysis.attempts)
+    attempts = tuple(
+        evaluate_attempt(a, active, lang, extra if a is analysis.last else None) for a in analysis.attempts
+    )
     notes = list(analysis.notes)
     probe_record = None
     if snapshot is not None:
-        probe_record = {"origin": "probe" if probe is not None else "log",
-                        "facts": {k: f.value for k, f in extra.items()}}
+        probe_record = {
+            "origin": "probe" if probe is not None else "log",
+            "facts": {k: f.value for k, f in extra.items()},
+        }
         if analysis.smi_lines and probe is None:
-            notes.append(f"nvidia-smi output found in the log (line {analysis.smi_lines[0]}); its figures are used as gpu.* facts")
+            notes.append(
+                f"nvidia-smi output found in the log (line {analysis.smi_lines[0]}); its figures are used as gpu.* facts"  # noqa: E501
+            )
     if attempts:
-        notes.extend(_probe_notes(attempts[-1].facts and {k: v["value"] for k, v in attempts[-1].facts.items()},
-                                  attempts[-1].diagnoses, live))
+        notes.extend(
+            _probe_notes(
+                attempts[-1].facts and {k: v["value"] for k, v in attempts[-1].facts.items()},
+                attempts[-1].diagnoses,
+                live,
+            )
+        )
     if not any(a.events for a in analysis.attempts):
         notes.append("no vLLM start-up lines found: is this the log of the vLLM server (stdout and stderr)?")
     return Report(analysis.source, attempts, tuple(notes), lang, probe_record)

@@ -17,32 +17,75 @@ from kvdoctor.facts import Fact, Facts
 from kvdoctor.versions import Version, clues_in, fmt, narrow, parse_version
 
 START_KINDS = frozenset({"engine_banner", "args", "version", "command_line"})
-PROGRESS_KINDS = frozenset({
-    "weights_loaded", "profile_v064", "profile_budget", "profile_breakdown", "profile_summary",
-    "available_kv_memory", "gpu_blocks", "kv_cache_size", "graph_capture_done", "serving",
-    "no_cache_blocks_error", "max_len_error", "free_memory_error", "cuda_oom", "warmup_oom",
-    "profiling_assert", "mamba_blocks_error", "auto_fit_error", "engine_failed", "exception",
-    "startup_memory_summary", "batched_tokens_error", "traceback",
-})
-FATAL_KINDS = frozenset({
-    "no_cache_blocks_error", "max_len_error", "free_memory_error", "cuda_oom", "warmup_oom",
-    "profiling_assert", "mamba_blocks_error", "auto_fit_error", "batched_tokens_error",
-    "engine_failed", "exception", "traceback",
-})
+PROGRESS_KINDS = frozenset(
+    {
+        "weights_loaded",
+        "profile_v064",
+        "profile_budget",
+        "profile_breakdown",
+        "profile_summary",
+        "available_kv_memory",
+        "gpu_blocks",
+        "kv_cache_size",
+        "graph_capture_done",
+        "serving",
+        "no_cache_blocks_error",
+        "max_len_error",
+        "free_memory_error",
+        "cuda_oom",
+        "warmup_oom",
+        "profiling_assert",
+        "mamba_blocks_error",
+        "auto_fit_error",
+        "engine_failed",
+        "exception",
+        "startup_memory_summary",
+        "batched_tokens_error",
+        "traceback",
+    }
+)
+FATAL_KINDS = frozenset(
+    {
+        "no_cache_blocks_error",
+        "max_len_error",
+        "free_memory_error",
+        "cuda_oom",
+        "warmup_oom",
+        "profiling_assert",
+        "mamba_blocks_error",
+        "auto_fit_error",
+        "batched_tokens_error",
+        "engine_failed",
+        "exception",
+        "traceback",
+    }
+)
 
 # Dump keys -> fact names, for the banner, `args:` and `non-default args:` dumps.
 _DUMP_KEYS = {
-    "model": "model", "dtype": "dtype", "max_seq_len": "max_model_len",
-    "max_model_len": "max_model_len", "tensor_parallel_size": "tensor_parallel_size",
-    "pipeline_parallel_size": "pipeline_parallel_size", "data_parallel_size": "data_parallel_size",
-    "quantization": "quantization", "enforce_eager": "enforce_eager",
-    "kv_cache_dtype": "kv_cache_dtype", "gpu_memory_utilization": "gpu_memory_utilization",
-    "max_num_seqs": "max_num_seqs", "max_num_batched_tokens": "max_num_batched_tokens",
-    "block_size": "block_size", "kv_cache_memory_bytes": "kv_cache_memory_bytes",
-    "kv_cache_memory": "kv_cache_memory_bytes", "num_gpu_blocks_override": "num_gpu_blocks_override",
-    "swap_space": "swap_space", "served_model_name": "served_model_name",
-    "device_config": "device", "enable_chunked_prefill": "enable_chunked_prefill",
-    "chunked_prefill_enabled": "enable_chunked_prefill", "cpu_offload_gb": "cpu_offload_gb",
+    "model": "model",
+    "dtype": "dtype",
+    "max_seq_len": "max_model_len",
+    "max_model_len": "max_model_len",
+    "tensor_parallel_size": "tensor_parallel_size",
+    "pipeline_parallel_size": "pipeline_parallel_size",
+    "data_parallel_size": "data_parallel_size",
+    "quantization": "quantization",
+    "enforce_eager": "enforce_eager",
+    "kv_cache_dtype": "kv_cache_dtype",
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "max_num_seqs": "max_num_seqs",
+    "max_num_batched_tokens": "max_num_batched_tokens",
+    "block_size": "block_size",
+    "kv_cache_memory_bytes": "kv_cache_memory_bytes",
+    "kv_cache_memory": "kv_cache_memory_bytes",
+    "num_gpu_blocks_override": "num_gpu_blocks_override",
+    "swap_space": "swap_space",
+    "served_model_name": "served_model_name",
+    "device_config": "device",
+    "enable_chunked_prefill": "enable_chunked_prefill",
+    "chunked_prefill_enabled": "enable_chunked_prefill",
+    "cpu_offload_gb": "cpu_offload_gb",
     "engine": "engine",
 }
 # Figures where ranks may differ and vLLM keeps the smallest (V0 min over workers, V1 unify).
@@ -81,8 +124,15 @@ class Attempt:
             key = (e.origin.proc, e.origin.pid)
             if key == (None, None):
                 continue
-            entry = seen.setdefault(key, {"proc": e.origin.proc, "pid": e.origin.pid,
-                                          "rank": e.origin.rank, "first_line": e.line})
+            entry = seen.setdefault(
+                key,
+                {
+                    "proc": e.origin.proc,
+                    "pid": e.origin.pid,
+                    "rank": e.origin.rank,
+                    "first_line": e.line,
+                },
+            )
             for name in ("weights_gib", "kv_cache_gib", "kv_cache_tokens", "gpu_blocks"):
                 if name in e.fields and name not in entry:
                     entry[name] = e.fields[name]
@@ -105,8 +155,8 @@ def newest_first(events: list[Event]) -> bool:
     stamps = [e.origin.stamp for e in events if e.origin.stamp]
     if len(stamps) < 3:
         return False
-    down = sum(1 for a, b in zip(stamps, stamps[1:]) if b < a)
-    up = sum(1 for a, b in zip(stamps, stamps[1:]) if b > a)
+    down = sum(1 for a, b in zip(stamps, stamps[1:], strict=False) if b < a)
+    up = sum(1 for a, b in zip(stamps, stamps[1:], strict=False) if b > a)
     return down > up and down >= 2
 
 
@@ -117,8 +167,16 @@ class _FactSink:
         self.facts: Facts = {}
         self._rank: dict[str, int] = {}
 
-    def put(self, name: str, value: Any, event: Event | None, *, rank: int = 2,
-            source: str = "log", derived: bool = False) -> None:
+    def put(
+        self,
+        name: str,
+        value: Any,
+        event: Event | None,
+        *,
+        rank: int = 2,
+        source: str = "log",
+        derived: bool = False,
+    ) -> None:
         if value is None:
             return
         old = self._rank.get(name)
@@ -132,8 +190,14 @@ class _FactSink:
                 else:
                     return
         self._rank[name] = rank
-        self.facts[name] = Fact(name, value, event.line if event else None,
-                                event.text if event else None, derived, source)
+        self.facts[name] = Fact(
+            name,
+            value,
+            event.line if event else None,
+            event.text if event else None,
+            derived,
+            source,
+        )
 
 
 def _dump_facts(sink: _FactSink, event: Event, values: dict[str, Any], rank: int) -> None:
@@ -151,13 +215,33 @@ def _dump_facts(sink: _FactSink, event: Event, values: dict[str, Any], rank: int
 def _figure_facts(sink: _FactSink, event: Event) -> None:
     f = event.fields
     kind = event.kind
-    simple = ("weights_gib", "total_gpu_gib", "gpu_memory_utilization", "activation_peak_gib",
-              "non_torch_gib", "cuda_graph_gib", "kv_cache_gib", "gpu_blocks", "kv_cache_tokens",
-              "max_concurrency", "max_tokens_in_kv_cache", "estimated_max_model_len",
-              "free_gpu_gib_at_startup", "requested_gib", "kv_cache_memory_bytes",
-              "cuda_graph_estimate_gib", "budget_gib", "consumed_gib", "needed_kv_gib",
-              "max_num_batched_tokens", "max_num_seqs", "mamba_blocks", "suggested_utilization",
-              "kv_cache_memory_bytes_to_fit", "kv_cache_memory_bytes_full")
+    simple = (
+        "weights_gib",
+        "total_gpu_gib",
+        "gpu_memory_utilization",
+        "activation_peak_gib",
+        "non_torch_gib",
+        "cuda_graph_gib",
+        "kv_cache_gib",
+        "gpu_blocks",
+        "kv_cache_tokens",
+        "max_concurrency",
+        "max_tokens_in_kv_cache",
+        "estimated_max_model_len",
+        "free_gpu_gib_at_startup",
+        "requested_gib",
+        "kv_cache_memory_bytes",
+        "cuda_graph_estimate_gib",
+        "budget_gib",
+        "consumed_gib",
+        "needed_kv_gib",
+        "max_num_batched_tokens",
+        "max_num_seqs",
+        "mamba_blocks",
+        "suggested_utilization",
+        "kv_cache_memory_bytes_to_fit",
+        "kv_cache_memory_bytes_full",
+    )
     if kind == "cuda_oom":
         return  # OOM figures get their own oom_* names (see _oom_facts)
     for name in simple:
@@ -168,25 +252,67 @@ def _figure_facts(sink: _FactSink, event: Event) -> None:
     if "max_model_len" in f:
         sink.put("max_model_len", f["max_model_len"], event, rank=4 if kind != "auto_fit" else 5)
     if kind == "profile_v064":
-        for key, name in (("total_gpu_memory", "total_gpu_gib"), ("peak_torch_memory", "activation_peak_gib"),
-                          ("non_torch_memory", "non_torch_gib"), ("kv_cache_size", "kv_cache_gib"),
-                          ("gpu_memory_utilization", "gpu_memory_utilization"),
-                          ("initial_memory_usage", "initial_memory_usage_gib")):
+        for key, name in (
+            ("total_gpu_memory", "total_gpu_gib"),
+            ("peak_torch_memory", "activation_peak_gib"),
+            ("non_torch_memory", "non_torch_gib"),
+            ("kv_cache_size", "kv_cache_gib"),
+            ("gpu_memory_utilization", "gpu_memory_utilization"),
+            ("initial_memory_usage", "initial_memory_usage_gib"),
+        ):
             if key in f:
                 sink.put(name, f[key], event, rank=3)
 
 
 _PHASE_FRAMES = (
     ("sampler_warmup", ("_dummy_sampler_run", "_dummy_pooler_run")),
-    ("cuda_graph_capture", ("capture_model", "capture_end", "_capture_cudagraphs", "capture_graph",
-                            "graph_capture", "cuda/graphs.py", "_warmup_and_capture")),
-    ("kv_cache_allocation", ("initialize_kv_cache", "_allocate_kv_cache", "allocate_kv_cache",
-                             "_init_cache_engine", "initialize_cache", "_reshape_kv_cache",
-                             "CacheEngine", "_allocate_kv_cache_tensors")),
-    ("profile_run", ("profile_run", "determine_num_available_blocks", "determine_available_memory",
-                     "_dummy_run", "profile_cudagraph_memory")),
-    ("weight_loading", ("load_model", "load_weights", "create_weights", "_load_", "weight_loader",
-                        "get_model", "initialize_model")),
+    (
+        "cuda_graph_capture",
+        (
+            "capture_model",
+            "capture_end",
+            "_capture_cudagraphs",
+            "capture_graph",
+            "graph_capture",
+            "cuda/graphs.py",
+            "_warmup_and_capture",
+        ),
+    ),
+    (
+        "kv_cache_allocation",
+        (
+            "initialize_kv_cache",
+            "_allocate_kv_cache",
+            "allocate_kv_cache",
+            "_init_cache_engine",
+            "initialize_cache",
+            "_reshape_kv_cache",
+            "CacheEngine",
+            "_allocate_kv_cache_tensors",
+        ),
+    ),
+    (
+        "profile_run",
+        (
+            "profile_run",
+            "determine_num_available_blocks",
+            "determine_available_memory",
+            "_dummy_run",
+            "profile_cudagraph_memory",
+        ),
+    ),
+    (
+        "weight_loading",
+        (
+            "load_model",
+            "load_weights",
+            "create_weights",
+            "_load_",
+            "weight_loader",
+            "get_model",
+            "initialize_model",
+        ),
+    ),
 )
 
 
@@ -225,6 +351,7 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
 
 def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str | None) -> None:
     f = event.fields
+    phase: str | None
     if event.kind == "warmup_oom":
         phase = "sampler_warmup"
         sink.put("warmup_dummy_requests", f.get("dummy_requests"), event, rank=3)
@@ -237,11 +364,16 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
         if phase == "cuda_graph_profile":
             phase = "profile_run"
     sink.put("oom_phase", phase or "unknown", event, rank=3 if phase else 1)
-    for key, name in (("tried_gib", "oom_tried_gib"), ("total_gpu_gib", "oom_total_gib"),
-                      ("free_gib", "oom_free_gib"), ("this_process_gib", "oom_this_process_gib"),
-                      ("process_gib", "oom_other_process_gib"), ("allocated_gib", "oom_allocated_gib"),
-                      ("private_pools_gib", "oom_private_pools_gib"),
-                      ("reserved_unallocated_gib", "oom_reserved_unallocated_gib")):
+    for key, name in (
+        ("tried_gib", "oom_tried_gib"),
+        ("total_gpu_gib", "oom_total_gib"),
+        ("free_gib", "oom_free_gib"),
+        ("this_process_gib", "oom_this_process_gib"),
+        ("process_gib", "oom_other_process_gib"),
+        ("allocated_gib", "oom_allocated_gib"),
+        ("private_pools_gib", "oom_private_pools_gib"),
+        ("reserved_unallocated_gib", "oom_reserved_unallocated_gib"),
+    ):
         if key in f:
             sink.put(name, round(f[key], 3), event, rank=3)
     if "processes" in f:
@@ -273,7 +405,13 @@ def _version_facts(sink: _FactSink, attempt: Attempt) -> None:
 
 
 _V1_MARKERS = ("v1/", "EngineCore", "Worker_", "VllmWorker rank", "core.py:")
-_V0_MARKERS = ("vllm/worker/", "VllmWorkerProcess", "llm_engine.py", "model_runner.py", "worker.py:")
+_V0_MARKERS = (
+    "vllm/worker/",
+    "VllmWorkerProcess",
+    "llm_engine.py",
+    "model_runner.py",
+    "worker.py:",
+)
 
 
 def _engine_fact(sink: _FactSink, attempt: Attempt) -> None:
@@ -286,10 +424,16 @@ def _engine_fact(sink: _FactSink, attempt: Attempt) -> None:
     v1 = v0 = 0
     for event in attempt.events:
         where = f"{event.origin.proc or ''} {event.origin.src or ''} {event.fields.get('file', '')}"
-        v1 += any(m in where for m in _V1_MARKERS) or event.kind in ("available_kv_memory", "kv_cache_size")
+        v1 += any(m in where for m in _V1_MARKERS) or event.kind in (
+            "available_kv_memory",
+            "kv_cache_size",
+        )
         v1 += event.kind == "max_len_error" and "To serve at least one request" in event.text
         v1 += event.kind == "free_memory_error"
-        v0 += any(m in where for m in _V0_MARKERS) or event.kind in ("profile_breakdown", "profile_v064")
+        v0 += any(m in where for m in _V0_MARKERS) or event.kind in (
+            "profile_breakdown",
+            "profile_v064",
+        )
         v0 += event.kind == "max_len_error" and "stored in KV cache" in event.text
         v0 += event.kind == "gpu_blocks" and "CPU blocks" in event.text
     if v1 or v0:
@@ -311,10 +455,24 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
         root = next((e for e in exceptions if not _is_wrapper(e)), exceptions[0])
         sink.put("error_type", root.fields["type"], root, rank=3)
         sink.put("error_message", root.fields["message"][:2000], root, rank=3)
-    for kind in ("no_cache_blocks_error", "max_len_error", "free_memory_error", "cuda_oom",
-                 "warmup_oom", "profiling_assert", "mamba_blocks_error", "auto_fit_error",
-                 "batched_tokens_error", "engine_failed", "user_max_len_warning", "long_context_warning",
-                 "mamba_blocks_capped", "graph_util_hint", "startup_memory_summary", "graph_capture_done"):
+    for kind in (
+        "no_cache_blocks_error",
+        "max_len_error",
+        "free_memory_error",
+        "cuda_oom",
+        "warmup_oom",
+        "profiling_assert",
+        "mamba_blocks_error",
+        "auto_fit_error",
+        "batched_tokens_error",
+        "engine_failed",
+        "user_max_len_warning",
+        "long_context_warning",
+        "mamba_blocks_capped",
+        "graph_util_hint",
+        "startup_memory_summary",
+        "graph_capture_done",
+    ):
         first = next((e for e in attempt.events if e.kind == kind), None)
         if first is not None:
             sink.put(f"seen.{kind}", True, first, rank=3)
@@ -327,8 +485,14 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
             sink.put("profiling_current_gib", event.fields.get("current_gib"), event, rank=3)
 
 
-_WRAPPER_MESSAGES = ("Engine core initialization failed", "Worker failed with error",
-                     "Engine process failed", "WorkerProc", "See root cause", "please check the stack")
+_WRAPPER_MESSAGES = (
+    "Engine core initialization failed",
+    "Worker failed with error",
+    "Engine process failed",
+    "WorkerProc",
+    "See root cause",
+    "please check the stack",
+)
 
 
 def _is_wrapper(event: Event) -> bool:

@@ -198,9 +198,7 @@ def suggest_models(query: str, n: int = 5) -> list[str]:
 
 def _gpu_keys(entry: GpuEntry) -> list[str]:
     keys = [entry.id, entry.name, *entry.aliases]
-    return [_slug(k.removeprefix("NVIDIA ").removeprefix("GeForce ")) for k in keys] + [
-        _slug(k) for k in keys
-    ]
+    return [_slug(k.removeprefix("NVIDIA ").removeprefix("GeForce ")) for k in keys] + [_slug(k) for k in keys]
 
 
 def find_gpu(query: str) -> GpuEntry | None:
@@ -238,9 +236,7 @@ def local_config_path(query: str) -> Path | None:
         cached = _hf_cache_config(path)
         if cached is not None:
             return cached
-        raise CatalogError(
-            f"{path}: no config.json in this directory; point --model at the model folder"
-        )
+        raise CatalogError(f"{path}: no config.json in this directory; point --model at the model folder")
     return None
 
 
@@ -263,18 +259,12 @@ def _text_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def model_from_config(
-    cfg: Mapping[str, Any], *, name: str, folder: Path | None = None
-) -> ModelEntry:
+def model_from_config(cfg: Mapping[str, Any], *, name: str, folder: Path | None = None) -> ModelEntry:
     merged = _text_config(cfg)
     qcfg = merged.get("quantization_config") or {}
     method = qcfg.get("quant_method") if isinstance(qcfg, Mapping) else None
     if method == "compressed-tensors":
-        method = (
-            "gptq"
-            if "int" in json.dumps(qcfg).lower() and '"num_bits": 4' in json.dumps(qcfg)
-            else "fp8"
-        )
+        method = "gptq" if "int" in json.dumps(qcfg).lower() and '"num_bits": 4' in json.dumps(qcfg) else "fp8"
     hit = find_model(merged.get("_name_or_path") or name)
     return ModelEntry(
         id=_slug(name),

@@ -65,8 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         traceback.print_exc(file=sys.stderr)
         print(
-            f"kvdoctor: internal error ({type(exc).__name__}: {exc}); "
-            "please report it with the input that caused it",
+            f"kvdoctor: internal error ({type(exc).__name__}: {exc}); please report it with the input that caused it",
             file=sys.stderr,
         )
         return EXIT_INTERNAL

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Union
 
 import regex
-from lark import Lark, Token, Transformer, Tree, UnexpectedInput
+from lark import Lark, Token, Transformer, UnexpectedInput
 
 from kvdoctor.units import size_gib
 from kvdoctor.versions import parse_version
@@ -48,35 +48,35 @@ class Op:
     extra: Any = None  # operator symbol, function name, compiled regex
 
 
-Node = Union[Lit, Name, Op]
+Node = Union[Lit, Name, Op]  # noqa: UP007 - a runtime alias used before 3.10 unions read well
 
 
 class _Build(Transformer[Token, Node]):
-    def or_(self, items: list[Node]) -> Node:
+    def or_(self, items: Sequence[Node]) -> Node:
         return items[0] if len(items) == 1 else Op("or", tuple(items))
 
-    def and_(self, items: list[Node]) -> Node:
+    def and_(self, items: Sequence[Node]) -> Node:
         return items[0] if len(items) == 1 else Op("and", tuple(items))
 
-    def not_(self, items: list[Node]) -> Node:
+    def not_(self, items: Sequence[Node]) -> Node:
         return Op("not", (items[0],))
 
-    def compare(self, items: list[Any]) -> Node:
+    def compare(self, items: Sequence[Any]) -> Node:
         return Op("compare", (items[0], items[2]), str(items[1]))
 
-    def arith(self, items: list[Any]) -> Node:
+    def arith(self, items: Sequence[Any]) -> Node:
         return Op("arith", (items[0], items[2]), str(items[1]))
 
-    def signed(self, items: list[Any]) -> Node:
+    def signed(self, items: Sequence[Any]) -> Node:
         return Op("neg", (items[1],)) if str(items[0]) == "-" else items[1]
 
-    def in_(self, items: list[Any]) -> Node:
+    def in_(self, items: Sequence[Any]) -> Node:
         return Op("in", (items[0],), items[1])
 
-    def not_in(self, items: list[Any]) -> Node:
+    def not_in(self, items: Sequence[Any]) -> Node:
         return Op("not", (Op("in", (items[0],), items[1]),))
 
-    def matches(self, items: list[Any]) -> Node:
+    def matches(self, items: Sequence[Any]) -> Node:
         pattern = ast.literal_eval(str(items[1]))
         try:
             compiled = regex.compile(pattern)
@@ -84,35 +84,35 @@ class _Build(Transformer[Token, Node]):
             raise ConditionError(f"bad regex {pattern!r}: {exc}", items[1].line, items[1].column) from None
         return Op("matches", (items[0],), compiled)
 
-    def list(self, items: list[Node | None]) -> tuple[Any, ...]:
+    def list(self, items: Sequence[Node | None]) -> tuple[Any, ...]:  # noqa: A003 - grammar rule name
         return tuple(i.value for i in items if isinstance(i, Lit))
 
-    def size(self, items: list[Token]) -> Node:
+    def size(self, items: Sequence[Token]) -> Node:
         text = str(items[0])
         number = text.rstrip("KMGTiB ").strip()
-        unit = text[len(number):].strip()
+        unit = text[len(number) :].strip()
         return Lit(size_gib(number, unit))
 
-    def number(self, items: list[Token]) -> Node:
+    def number(self, items: Sequence[Token]) -> Node:
         return Lit(float(items[0]))
 
-    def string(self, items: list[Token]) -> Node:
+    def string(self, items: Sequence[Token]) -> Node:
         return Lit(ast.literal_eval(str(items[0])))
 
-    def true(self, items: list[Any]) -> Node:
+    def true(self, items: Sequence[Any]) -> Node:
         return Lit(True)
 
-    def false(self, items: list[Any]) -> Node:
+    def false(self, items: Sequence[Any]) -> Node:
         return Lit(False)
 
-    def call(self, items: list[Any]) -> Node:
+    def call(self, items: Sequence[Any]) -> Node:
         func = str(items[0])
         args = tuple(i for i in items[1:] if i is not None)
         if func == "exists" and (len(args) != 1 or not isinstance(args[0], Name)):
             raise ConditionError("exists() takes one fact name", items[0].line, items[0].column)
         return Op("call", args, func)
 
-    def name(self, items: list[Token]) -> Node:
+    def name(self, items: Sequence[Token]) -> Node:
         token = items[0]
         return Name(str(token), token.line or 1, token.column or 1)
 
@@ -120,8 +120,7 @@ class _Build(Transformer[Token, Node]):
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
     # the basic lexer keeps keywords keywords, so `a <= and b` is reported at `and`
-    return Lark.open_from_package("kvdoctor", "conditions.lark", parser="lalr", lexer="basic",
-                                  maybe_placeholders=True)
+    return Lark.open_from_package("kvdoctor", "conditions.lark", parser="lalr", lexer="basic", maybe_placeholders=True)
 
 
 def build(text: str) -> Node:
@@ -191,9 +190,15 @@ def _version_compare(op: str, fact: Any, literal: str, lookup: Lookup) -> bool |
 
 
 def _cmp(op: str, a: Any, b: Any) -> bool:
-    return {
-        ">": a > b, ">=": a >= b, "<": a < b, "<=": a <= b, "==": a == b, "!=": a != b,
-    }[op]
+    results: dict[str, bool] = {
+        ">": a > b,
+        ">=": a >= b,
+        "<": a < b,
+        "<=": a <= b,
+        "==": a == b,
+        "!=": a != b,
+    }
+    return results[op]
 
 
 def _try(lookup: Lookup, name: str) -> Any:

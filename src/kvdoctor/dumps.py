@@ -7,16 +7,22 @@ before the damage instead of giving up.
 from __future__ import annotations
 
 import ast
+import builtins
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lark import Lark
 
-_KEYWORDS: dict[str, Any] = {"None": None, "True": True, "False": False, "null": None,
-                             "true": True, "false": False}
+_KEYWORDS: dict[str, Any] = {
+    "None": None,
+    "True": True,
+    "False": False,
+    "null": None,
+    "true": True,
+    "false": False,
+}
 
 
 def _transformer() -> Any:
@@ -32,7 +38,7 @@ def _transformer() -> Any:
 
 
 class _Methods:
-    def start(self, items: list[Any]) -> dict[str, Any]:
+    def start(self, items: Sequence[Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for item in items:
             if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
@@ -44,50 +50,52 @@ class _Methods:
                 out.update({str(k): v for k, v in item.items()})
         return out
 
-    def pair(self, items: list[Any]) -> tuple[str, Any]:  # noqa: D102
+    def pair(self, items: Sequence[Any]) -> tuple[str, Any]:  # noqa: D102
         return (str(items[0]), items[1])
 
-    def string(self, items: list[Any]) -> str:
+    def string(self, items: Sequence[Any]) -> str:
         try:
             value = ast.literal_eval(str(items[0]))
         except (ValueError, SyntaxError):
             return str(items[0])[1:-1]
         return value if isinstance(value, str) else str(value)
 
-    def number(self, items: list[Any]) -> int | float:
+    def number(self, items: Sequence[Any]) -> int | float:
         text = str(items[0])
         try:
             return int(text)
         except ValueError:
             return float(text)
 
-    def word(self, items: list[Any]) -> Any:
+    def word(self, items: Sequence[Any]) -> Any:
         text = str(items[0])
         return _KEYWORDS.get(text, text)
 
-    def call(self, items: list[Any]) -> dict[str, Any]:
+    def call(self, items: Sequence[Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"__call__": str(items[0])}
         for item in items[1:]:
             if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
                 out[item[0]] = item[1]
         return out
 
-    def dict(self, items: list[Any]) -> dict[Any, Any]:
+    def dict(self, items: Sequence[Any]) -> dict[Any, Any]:
         return {(k if isinstance(k, (str, int, float)) else str(k)): v for k, v in items}
 
-    def dictitem(self, items: list[Any]) -> tuple[Any, Any]:
+    def dictitem(self, items: Sequence[Any]) -> tuple[Any, Any]:
         return (items[0], items[1])
 
-    def list(self, items: list[Any]) -> list[Any]:
-        return list(items)
+    def list(self, items: Sequence[Any]) -> builtins.list[Any]:  # noqa: A003 - grammar rule name
+        return builtins.list(items)
 
-    def tuple(self, items: list[Any]) -> list[Any]:
-        return list(items)
+    def tuple(self, items: Sequence[Any]) -> builtins.list[Any]:  # noqa: A003 - grammar rule name
+        return builtins.list(items)
 
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    from lark import Lark  # imported on the first dump: `kvdoctor facts` on a plain log never pays for it
+    from lark import (
+        Lark,
+    )  # imported on the first dump: `kvdoctor facts` on a plain log never pays for it
 
     return Lark.open_from_package("kvdoctor", "dumps.lark", parser="lalr", maybe_placeholders=False)
 

@@ -24,6 +24,7 @@ def _lookup(facts: Facts) -> conditions.Lookup:
         if fact.value is None:
             raise KeyError(name)
         return fact.value
+
     return lookup
 
 
@@ -65,6 +66,7 @@ def render_template(template: str, facts: Facts, extra: dict[str, Any] | None = 
             return format(value, spec)
         except (ValueError, TypeError):
             return str(value)
+
     return _TEMPLATE.sub(sub, template)
 
 
@@ -128,10 +130,17 @@ def diagnose_rule(rule: Rule, facts: Facts, lang: str) -> Diagnosis:
         oom_phase = facts.get("oom_phase") or facts.get("traceback_phase")
         phase = str(oom_phase.value) if oom_phase is not None else "unknown"
     return Diagnosis(
-        rule=rule.id, klass=rule.klass, cause=rule.cause, phase=phase, severity=rule.severity,
-        confidence=rule.confidence, title=render_template(pick(rule.title, lang), facts),
+        rule=rule.id,
+        klass=rule.klass,
+        cause=rule.cause,
+        phase=phase,
+        severity=rule.severity,
+        confidence=rule.confidence,
+        title=render_template(pick(rule.title, lang), facts),
         explanation=render_template(pick(rule.explain, lang), facts).strip(),
-        remedies=tuple(remedies), avoid=tuple(avoid), evidence=_evidence(rule, facts),
+        remedies=tuple(remedies),
+        avoid=tuple(avoid),
+        evidence=_evidence(rule, facts),
         references=rule.references,
     )
 
@@ -140,8 +149,12 @@ def _fact_records(facts: Facts) -> dict[str, Any]:
     return {name: fact.as_record() for name, fact in sorted(facts.items())}
 
 
-def evaluate_attempt(attempt: AttemptResult, rules: Sequence[Rule], lang: str = "en",
-                     extra_facts: Facts | None = None) -> AttemptReport:
+def evaluate_attempt(
+    attempt: AttemptResult,
+    rules: Sequence[Rule],
+    lang: str = "en",
+    extra_facts: Facts | None = None,
+) -> AttemptReport:
     facts: Facts = dict(attempt.facts)
     for name, fact in (extra_facts or {}).items():
         facts.setdefault(name, fact)
@@ -154,8 +167,15 @@ def evaluate_attempt(attempt: AttemptResult, rules: Sequence[Rule], lang: str = 
     # no rule fired: nothing shows the start-up ending (e.g. only a launch command, or a log cut
     # early) — a failure would have met the catch-all rule
     verdict = diagnoses[0].klass if diagnoses else "unknown"
-    return AttemptReport(attempt.index, attempt.start_line, attempt.end_line, verdict,
-                         tuple(diagnoses), _fact_records(facts), attempt.ranks)
+    return AttemptReport(
+        attempt.index,
+        attempt.start_line,
+        attempt.end_line,
+        verdict,
+        tuple(diagnoses),
+        _fact_records(facts),
+        attempt.ranks,
+    )
 
 
 def external_fact(name: str, value: Any, source: str) -> Fact:

@@ -30,11 +30,18 @@ class Event:
     def as_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"kind": self.kind, "line": self.line, "text": self.text}
         record.update(self.fields)
-        origin = {k: v for k, v in (
-            ("proc", self.origin.proc), ("pid", self.origin.pid), ("rank", self.origin.rank),
-            ("container", self.origin.container), ("level", self.origin.level),
-            ("stamp", self.origin.stamp),
-        ) if v is not None}
+        origin = {
+            k: v
+            for k, v in (
+                ("proc", self.origin.proc),
+                ("pid", self.origin.pid),
+                ("rank", self.origin.rank),
+                ("container", self.origin.container),
+                ("level", self.origin.level),
+                ("stamp", self.origin.stamp),
+            )
+            if v is not None
+        }
         if origin:
             record["origin"] = origin
         return record
@@ -250,7 +257,10 @@ _OOM_FIELDS = (
     (re.compile(r"of which " + _SIZE + " is free"), "free_gib"),
     (re.compile(r"this process has " + _SIZE), "this_process_gib"),
     (re.compile(r"memory " + _SIZE + r" is allocated by PyTorch"), "allocated_gib"),
-    (re.compile(r"and " + _SIZE + r" is reserved by PyTorch but unallocated"), "reserved_unallocated_gib"),
+    (
+        re.compile(r"and " + _SIZE + r" is reserved by PyTorch but unallocated"),
+        "reserved_unallocated_gib",
+    ),
     (re.compile(r"with " + _SIZE + r" allocated in private pools"), "private_pools_gib"),
     # torch <= 2.0: "(GPU 0; 15.78 GiB total capacity; 14.56 GiB already allocated; 3.44 MiB free; …)"
     (re.compile(_SIZE + r" total capacity;"), "total_gpu_gib"),
@@ -373,134 +383,355 @@ def _F(source: str) -> str:
 
 EXTRACTORS: tuple[Extractor, ...] = (
     # §2 banner / version / args
-    Extractor("engine_banner", ("engine",), _F(
-        r"Initializing an? (?:(V[01]) )?LLM engine(?: \(v([\w.+-]+)\))? with config: (.*)"), _banner),
+    Extractor(
+        "engine_banner",
+        ("engine",),
+        _F(r"Initializing an? (?:(V[01]) )?LLM engine(?: \(v([\w.+-]+)\))? with config: (.*)"),
+        _banner,
+    ),
     Extractor("version", ("version",), _F(r"vLLM API server version ([\w.+-]+)"), _version),
-    Extractor("version", ("version",), _F(r"vLLM server version ([\w.+-]+), serving model (\S+)"),
-              _server_version),
+    Extractor(
+        "version",
+        ("version",),
+        _F(r"vLLM server version ([\w.+-]+), serving model (\S+)"),
+        _server_version,
+    ),
     # the 0.15+ ASCII logo: "▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.20.0"
     Extractor("version", ("version",), _F(r"^(?:[\s▄█▀▐▌]*)version\s+(\d+\.\d+[\w.+-]*)\s*$"), _version),
     Extractor("version", ("Launching vLLM",), _F(r"Launching vLLM \(v([\w.+-]+)\)"), _version),
     Extractor("logo_model", ("model   ",), _F(r"^(?:[\s▄█▀▐▌]*)model\s{3}(\S+)\s*$"), _logo_model),
-    Extractor("command_line", ("vllm serve", "vllm.entrypoints", "vllm/vllm-", "api_server.py"),
-              _F(r"^"), _command),
+    Extractor(
+        "command_line",
+        ("vllm serve", "vllm.entrypoints", "vllm/vllm-", "api_server.py"),
+        _F(r"^"),
+        _command,
+    ),
     Extractor("args", ("args: ",), _F(r"(?:non-default )?args: (.*)"), lambda m: {"dump": m.group(1)}),
     # §3 weights
-    Extractor("weights_loaded", ("took",), _F(
-        r"(?:Loading model weights|Model loading) took (\d+(?:\.\d+)?) ?Gi?B"), _weights),
+    Extractor(
+        "weights_loaded",
+        ("took",),
+        _F(r"(?:Loading model weights|Model loading) took (\d+(?:\.\d+)?) ?Gi?B"),
+        _weights,
+    ),
     # §4 profiling
-    Extractor("profile_v064", ("Memory profiling results",), _F(r"Memory profiling results: .*"), _profile_v064),
-    Extractor("profile_budget", ("total_gpu_memory (",), _F(
-        r"total_gpu_memory \((\d+(?:\.\d+)?) ?GiB\) x gpu_memory_utilization \((\d+(?:\.\d+)?)\) = (-?\d+(?:\.\d+)?) ?GiB"), _budget),
-    Extractor("profile_breakdown", ("model weights take",), _F(
-        r"model weights take (-?\d+(?:\.\d+)?) ?GiB; non_torch_memory takes (-?\d+(?:\.\d+)?) ?GiB; PyTorch activation "
-        r"peak memory takes (-?\d+(?:\.\d+)?) ?GiB; the rest of the memory reserved for KV Cache is (-?\d+(?:\.\d+)?) ?GiB"),
-        _breakdown),
-    Extractor("profile_summary", ("Memory profiling takes",), _F(
-        r"Memory profiling takes [\d.]+ seconds\. Total non KV cache memory.*"), _profile_debug),
-    Extractor("available_kv_memory", ("Available KV cache memory",), _F(
-        r"Available KV cache memory: (-?\d+(?:\.\d+)?) ?GiB"), _kv_gib),
+    Extractor(
+        "profile_v064",
+        ("Memory profiling results",),
+        _F(r"Memory profiling results: .*"),
+        _profile_v064,
+    ),
+    Extractor(
+        "profile_budget",
+        ("total_gpu_memory (",),
+        _F(
+            r"total_gpu_memory \((\d+(?:\.\d+)?) ?GiB\) x gpu_memory_utilization \((\d+(?:\.\d+)?)\) = (-?\d+(?:\.\d+)?) ?GiB"  # noqa: E501
+        ),
+        _budget,
+    ),
+    Extractor(
+        "profile_breakdown",
+        ("model weights take",),
+        _F(
+            r"model weights take (-?\d+(?:\.\d+)?) ?GiB; non_torch_memory takes (-?\d+(?:\.\d+)?) ?GiB; PyTorch activation "  # noqa: E501
+            r"peak memory takes (-?\d+(?:\.\d+)?) ?GiB; the rest of the memory reserved for KV Cache is (-?\d+(?:\.\d+)?) ?GiB"  # noqa: E501
+        ),
+        _breakdown,
+    ),
+    Extractor(
+        "profile_summary",
+        ("Memory profiling takes",),
+        _F(r"Memory profiling takes [\d.]+ seconds\. Total non KV cache memory.*"),
+        _profile_debug,
+    ),
+    Extractor(
+        "available_kv_memory",
+        ("Available KV cache memory",),
+        _F(r"Available KV cache memory: (-?\d+(?:\.\d+)?) ?GiB"),
+        _kv_gib,
+    ),
     # §5 blocks and tokens
-    Extractor("gpu_blocks", ("blocks:",), _F(
-        r"# (GPU|CUDA|cuda|TPU|HPU|XPU|NPU|npu|xpu|hpu|rocm|ROCm|\w+) blocks: (\d+(?:,\d{3})*)(?:, # CPU blocks: (\d+(?:,\d{3})*))?"),
-        _blocks),
-    Extractor("kv_cache_size", ("KV cache size:",), _F(
-        r"((?:GPU|XPU|CPU|TPU|NPU|HPU)(?: \+ host)?) KV cache size: (\d+(?:,\d{3})*) tokens"
-        r"(?:, Maximum concurrency for (\d+(?:,\d{3})*) tokens per request: (\d+(?:\.\d+)?)x)?"), _kv_size),
-    Extractor("max_concurrency", ("Maximum concurrency",), _F(
-        r"^(?!.*KV cache size).*Maximum concurrency for (\d+(?:,\d{3})*) tokens per request: (\d+(?:\.\d+)?)x"), _concurrency),
-    Extractor("cache_config_info", ("cache_config_info",), _F(
-        r"initialization after num_gpu_blocks is: (\d+(?:,\d{3})*)"), _cache_info),
-    Extractor("blocks_override", ("num_gpu_blocks_override",), _F(
-        r"Overriding num_gpu_blocks=(\d+) with num_gpu_blocks_override=(\d+)"), _override),
+    Extractor(
+        "gpu_blocks",
+        ("blocks:",),
+        _F(
+            r"# (GPU|CUDA|cuda|TPU|HPU|XPU|NPU|npu|xpu|hpu|rocm|ROCm|\w+) blocks: (\d+(?:,\d{3})*)(?:, # CPU blocks: (\d+(?:,\d{3})*))?"  # noqa: E501
+        ),
+        _blocks,
+    ),
+    Extractor(
+        "kv_cache_size",
+        ("KV cache size:",),
+        _F(
+            r"((?:GPU|XPU|CPU|TPU|NPU|HPU)(?: \+ host)?) KV cache size: (\d+(?:,\d{3})*) tokens"
+            r"(?:, Maximum concurrency for (\d+(?:,\d{3})*) tokens per request: (\d+(?:\.\d+)?)x)?"
+        ),
+        _kv_size,
+    ),
+    Extractor(
+        "max_concurrency",
+        ("Maximum concurrency",),
+        _F(r"^(?!.*KV cache size).*Maximum concurrency for (\d+(?:,\d{3})*) tokens per request: (\d+(?:\.\d+)?)x"),
+        _concurrency,
+    ),
+    Extractor(
+        "cache_config_info",
+        ("cache_config_info",),
+        _F(r"initialization after num_gpu_blocks is: (\d+(?:,\d{3})*)"),
+        _cache_info,
+    ),
+    Extractor(
+        "blocks_override",
+        ("num_gpu_blocks_override",),
+        _F(r"Overriding num_gpu_blocks=(\d+) with num_gpu_blocks_override=(\d+)"),
+        _override,
+    ),
     # §6 CUDA graphs
-    Extractor("graph_capture_done", ("Graph capturing finished",), _F(
-        r"Graph capturing finished in (\d+(?:\.\d+)?) secs?(?:, took (-?\d+(?:\.\d+)?) GiB)?"), _graph_done),
-    Extractor("graph_estimate", ("Estimated CUDA graph memory",), _F(
-        r"Estimated CUDA graph memory: (\d+(?:\.\d+)?) GiB total"), _graph_estimate),
-    Extractor("graph_pool", ("CUDA graph pool memory",), _F(
-        r"CUDA graph pool memory: (-?\d+(?:\.\d+)?) GiB \(actual\), (-?\d+(?:\.\d+)?) GiB \(estimated\)"), _graph_pool),
-    Extractor("graph_util_hint", ("--gpu-memory-utilization",), _F(
-        r"--gpu-memory-utilization[= ](\d+(?:\.\d+)?)\D.*increase --gpu-memory-utilization (?:from [\d.]+ )?to (\d+(?:\.\d+)?)"),
-        _graph_util_hint),
+    Extractor(
+        "graph_capture_done",
+        ("Graph capturing finished",),
+        _F(r"Graph capturing finished in (\d+(?:\.\d+)?) secs?(?:, took (-?\d+(?:\.\d+)?) GiB)?"),
+        _graph_done,
+    ),
+    Extractor(
+        "graph_estimate",
+        ("Estimated CUDA graph memory",),
+        _F(r"Estimated CUDA graph memory: (\d+(?:\.\d+)?) GiB total"),
+        _graph_estimate,
+    ),
+    Extractor(
+        "graph_pool",
+        ("CUDA graph pool memory",),
+        _F(r"CUDA graph pool memory: (-?\d+(?:\.\d+)?) GiB \(actual\), (-?\d+(?:\.\d+)?) GiB \(estimated\)"),
+        _graph_pool,
+    ),
+    Extractor(
+        "graph_util_hint",
+        ("--gpu-memory-utilization",),
+        _F(
+            r"--gpu-memory-utilization[= ](\d+(?:\.\d+)?)\D.*increase --gpu-memory-utilization (?:from [\d.]+ )?to (\d+(?:\.\d+)?)"  # noqa: E501
+        ),
+        _graph_util_hint,
+    ),
     # §4.2 / §9.1 free memory at start-up: the failing check and the healthy summary share words
-    Extractor("free_memory_error", ("on startup is less than",), _F(
-        r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) on startup is less than desired GPU memory "
-        r"utilization \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)"), _free_error),
-    Extractor("free_memory_error", ("on startup is less than the engine",), _F(
-        r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) on startup is less than the engine's budget "
-        r"after excluding external process's weights \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)"), _free_error),
-    Extractor("startup_memory_summary", ("on startup. Desired",), _F(
-        r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) on startup\. Desired GPU memory utilization "
-        r"is \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)\..*"), _free_summary),
-    Extractor("kv_cache_memory_bytes", ("kv_cache_memory_bytes config",), _F(
-        r"Initial free memory (-?\d+(?:\.\d+)?) ?GiB, reserved (-?\d+(?:\.\d+)?) ?GiB memory for KV Cache"), _kv_bytes),
-    Extractor("kv_cache_memory_bytes", ("startup plan",), _F(
-        r"kv_cache_memory_bytes=(\d+) \((\d+(?:\.\d+)?) GiB\)"), _startup_plan),
-    Extractor("auto_fit", ("Auto-fit max_model_len",), _F(r"reduced from (\d+(?:,\d{3})*) to (\d+(?:,\d{3})*)"), _auto_fit),
-    Extractor("auto_fit", ("Auto-fit max_model_len",), _F(r"full model context length (\d+(?:,\d{3})*) fits"),
-              lambda m: {"max_model_len": to_int(m.group(1))}),
+    Extractor(
+        "free_memory_error",
+        ("on startup is less than",),
+        _F(
+            r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) on startup is less than desired GPU memory "  # noqa: E501
+            r"utilization \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)"
+        ),
+        _free_error,
+    ),
+    Extractor(
+        "free_memory_error",
+        ("on startup is less than the engine",),
+        _F(
+            r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) on startup is less than the engine's budget "  # noqa: E501
+            r"after excluding external process's weights \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)"
+        ),
+        _free_error,
+    ),
+    Extractor(
+        "startup_memory_summary",
+        ("on startup. Desired",),
+        _F(
+            r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) on startup\. Desired GPU memory utilization "  # noqa: E501
+            r"is \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)\..*"
+        ),
+        _free_summary,
+    ),
+    Extractor(
+        "kv_cache_memory_bytes",
+        ("kv_cache_memory_bytes config",),
+        _F(r"Initial free memory (-?\d+(?:\.\d+)?) ?GiB, reserved (-?\d+(?:\.\d+)?) ?GiB memory for KV Cache"),
+        _kv_bytes,
+    ),
+    Extractor(
+        "kv_cache_memory_bytes",
+        ("startup plan",),
+        _F(r"kv_cache_memory_bytes=(\d+) \((\d+(?:\.\d+)?) GiB\)"),
+        _startup_plan,
+    ),
+    Extractor(
+        "auto_fit",
+        ("Auto-fit max_model_len",),
+        _F(r"reduced from (\d+(?:,\d{3})*) to (\d+(?:,\d{3})*)"),
+        _auto_fit,
+    ),
+    Extractor(
+        "auto_fit",
+        ("Auto-fit max_model_len",),
+        _F(r"full model context length (\d+(?:,\d{3})*) fits"),
+        lambda m: {"max_model_len": to_int(m.group(1))},
+    ),
     # §7 / §8 the errors
-    Extractor("no_cache_blocks_error", ("No available memory for the cache blocks",), _F(
-        r"No available memory for the cache blocks"), _nothing),
-    Extractor("auto_fit_error", ("Cannot auto-fit max_model_len",), _F(r"Cannot auto-fit max_model_len"), _nothing),
-    Extractor("max_len_error", ("max seq len",), _F(
-        r"max seq len \((\d+(?:,\d{3})*)\) is larger than the maximum number of tokens that can be stored in KV "
-        r"cache \((\d+(?:,\d{3})*)\)"), _max_len_v0),
-    Extractor("max_len_error", ("max seq len",), _F(
-        r"To serve at least one request with the models?'s max seq len \((\d+(?:,\d{3})*)\),?\s*\(?(\d+(?:\.\d+)?) ?Gi?B KV "
-        r"cache is needed, which is larger than the available KV cache memory \((-?\d+(?:\.\d+)?) ?Gi?B\)"), _max_len_v1),
-    Extractor("profiling_assert", ("Error in memory profiling",), _F(
-        r"Error in memory profiling\.(?: Initial (free|used) memory (\d+(?:\.\d+)?)(?: ?GiB)?, current(?:ly used)?"
-        r"(?: free)? memory (\d+(?:\.\d+)?))?"), _profiling_assert),
-    Extractor("mamba_blocks_error", ("Mamba cache blocks",), _F(
-        r"max_num_seqs \((\d+(?:,\d{3})*)\) exceeds available Mamba cache blocks \((\d+(?:,\d{3})*)\)"), _mamba),
-    Extractor("mamba_blocks_capped", ("Mamba cache blocks",), _F(
-        r"(?i)(?:capping|reducing|lowering|limit(?:ing)?) max_num_seqs.*?Mamba cache blocks \(?(\d+(?:,\d{3})*)"), _mamba_cap),
-    Extractor("warmup_oom", ("occurred when warming up",), _F(
-        r"out of memory occurred when warming up (sampler|pooler[^)]*\)?) with (\d+(?:,\d{3})*) dummy requests"), _warmup_oom),
+    Extractor(
+        "no_cache_blocks_error",
+        ("No available memory for the cache blocks",),
+        _F(r"No available memory for the cache blocks"),
+        _nothing,
+    ),
+    Extractor(
+        "auto_fit_error",
+        ("Cannot auto-fit max_model_len",),
+        _F(r"Cannot auto-fit max_model_len"),
+        _nothing,
+    ),
+    Extractor(
+        "max_len_error",
+        ("max seq len",),
+        _F(
+            r"max seq len \((\d+(?:,\d{3})*)\) is larger than the maximum number of tokens that can be stored in KV "
+            r"cache \((\d+(?:,\d{3})*)\)"
+        ),
+        _max_len_v0,
+    ),
+    Extractor(
+        "max_len_error",
+        ("max seq len",),
+        _F(
+            r"To serve at least one request with the models?'s max seq len \((\d+(?:,\d{3})*)\),?\s*\(?(\d+(?:\.\d+)?) ?Gi?B KV "  # noqa: E501
+            r"cache is needed, which is larger than the available KV cache memory \((-?\d+(?:\.\d+)?) ?Gi?B\)"
+        ),
+        _max_len_v1,
+    ),
+    Extractor(
+        "profiling_assert",
+        ("Error in memory profiling",),
+        _F(
+            r"Error in memory profiling\.(?: Initial (free|used) memory (\d+(?:\.\d+)?)(?: ?GiB)?, current(?:ly used)?"
+            r"(?: free)? memory (\d+(?:\.\d+)?))?"
+        ),
+        _profiling_assert,
+    ),
+    Extractor(
+        "mamba_blocks_error",
+        ("Mamba cache blocks",),
+        _F(r"max_num_seqs \((\d+(?:,\d{3})*)\) exceeds available Mamba cache blocks \((\d+(?:,\d{3})*)\)"),
+        _mamba,
+    ),
+    Extractor(
+        "mamba_blocks_capped",
+        ("Mamba cache blocks",),
+        _F(r"(?i)(?:capping|reducing|lowering|limit(?:ing)?) max_num_seqs.*?Mamba cache blocks \(?(\d+(?:,\d{3})*)"),
+        _mamba_cap,
+    ),
+    Extractor(
+        "warmup_oom",
+        ("occurred when warming up",),
+        _F(r"out of memory occurred when warming up (sampler|pooler[^)]*\)?) with (\d+(?:,\d{3})*) dummy requests"),
+        _warmup_oom,
+    ),
     # §10 PyTorch OOM, every wording
     Extractor("cuda_oom", ("out of memory",), _F(r"(CUDA|XPU|NPU|HIP) out of memory\."), _cuda_oom),
     Extractor("cuda_oom", ("out of memory",), _F(r"(CUDA|NPU) error: out of memory"), _cuda_oom),
     Extractor("cuda_oom", ("OutOfMemoryError",), _F(r"(NPU|XPU)?\w*OutOfMemoryError"), _cuda_oom),
     # §8.3 / §9.3 related messages
-    Extractor("user_max_len_warning", ("User-specified max_model_len",), _F(
-        r"User-specified max_model_len \((\d+(?:,\d{3})*)\) is greater than the derived max_model_len \(([^)]*)\)"), _user_len),
-    Extractor("long_context_warning", ("long context length",), _F(
-        r"The model has a long context length \((\d+(?:,\d{3})*)\)"), _long_ctx),
-    Extractor("batched_tokens_error", ("is smaller than max_model_len",), _F(
-        r"max_num_batched_tokens \((\d+(?:,\d{3})*)\) is smaller than max_model_len \((\d+(?:,\d{3})*)\)"), _batched_error),
-    Extractor("setting", ("Setting max_num", "Defaulting max_num"), _F(
-        r"(?:Setting|Defaulting) (max_num_batched_tokens|max_num_seqs) to (\d+(?:,\d{3})*)"), _setting),
-    Extractor("setting", ("Chunked prefill is enabled with",), _F(
-        r"Chunked prefill is enabled with max_num_batched_tokens=(\d+(?:,\d{3})*)"), _chunked),
+    Extractor(
+        "user_max_len_warning",
+        ("User-specified max_model_len",),
+        _F(r"User-specified max_model_len \((\d+(?:,\d{3})*)\) is greater than the derived max_model_len \(([^)]*)\)"),
+        _user_len,
+    ),
+    Extractor(
+        "long_context_warning",
+        ("long context length",),
+        _F(r"The model has a long context length \((\d+(?:,\d{3})*)\)"),
+        _long_ctx,
+    ),
+    Extractor(
+        "batched_tokens_error",
+        ("is smaller than max_model_len",),
+        _F(r"max_num_batched_tokens \((\d+(?:,\d{3})*)\) is smaller than max_model_len \((\d+(?:,\d{3})*)\)"),
+        _batched_error,
+    ),
+    Extractor(
+        "setting",
+        ("Setting max_num", "Defaulting max_num"),
+        _F(r"(?:Setting|Defaulting) (max_num_batched_tokens|max_num_seqs) to (\d+(?:,\d{3})*)"),
+        _setting,
+    ),
+    Extractor(
+        "setting",
+        ("Chunked prefill is enabled with",),
+        _F(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+(?:,\d{3})*)"),
+        _chunked,
+    ),
     Extractor("platform", ("detected platform",), _F(r"detected platform (\w+)"), _platform),
     # start-up phases, used to place an OOM (§6, §3)
-    Extractor("phase", ("Starting to load model", "Loading model from scratch", "Loading safetensors",
-                        "Loading weights", "Loading pt checkpoint"), _F(
-        r"Starting to load model|Loading model from scratch|Loading safetensors checkpoint shards|"
-        r"Loading pt checkpoint shards|Loading weights"), _phase),
-    Extractor("phase", ("profile run", "Memory profiling"), _F(r"Starting profile run|Memory profiling takes"), _phase),
-    Extractor("phase", ("Captur", "captur", "CUDA graphs can take"), _F(
-        r"CUDA graphs can take additional|"
-        r"Capturing (?:the model for CUDA graphs|cudagraphs|CUDA graph shapes|CUDA graphs)|"
-        r"Profiling CUDA graph memory"), _phase),
+    Extractor(
+        "phase",
+        (
+            "Starting to load model",
+            "Loading model from scratch",
+            "Loading safetensors",
+            "Loading weights",
+            "Loading pt checkpoint",
+        ),
+        _F(
+            r"Starting to load model|Loading model from scratch|Loading safetensors checkpoint shards|"
+            r"Loading pt checkpoint shards|Loading weights"
+        ),
+        _phase,
+    ),
+    Extractor(
+        "phase",
+        ("profile run", "Memory profiling"),
+        _F(r"Starting profile run|Memory profiling takes"),
+        _phase,
+    ),
+    Extractor(
+        "phase",
+        ("Captur", "captur", "CUDA graphs can take"),
+        _F(
+            r"CUDA graphs can take additional|"
+            r"Capturing (?:the model for CUDA graphs|cudagraphs|CUDA graph shapes|CUDA graphs)|"
+            r"Profiling CUDA graph memory"
+        ),
+        _phase,
+    ),
     # the end of a start-up
-    Extractor("engine_failed", ("failed to start", "initialization failed"), _F(
-        r"EngineCore failed to start|Engine core initialization failed|WorkerProc failed to start|"
-        r"Engine process failed to start"), _nothing),
-    Extractor("serving", ("Uvicorn running", "Application startup complete", "Starting vLLM API server",
-                          "init engine (profile", "Available routes are"), _F(
-        r"Uvicorn running on|Application startup complete|Starting vLLM API server|"
-        r"init engine \(profile, create kv cache, warmup model\) took|Available routes are"), _nothing),
+    Extractor(
+        "engine_failed",
+        ("failed to start", "initialization failed"),
+        _F(
+            r"EngineCore failed to start|Engine core initialization failed|WorkerProc failed to start|"
+            r"Engine process failed to start"
+        ),
+        _nothing,
+    ),
+    Extractor(
+        "serving",
+        (
+            "Uvicorn running",
+            "Application startup complete",
+            "Starting vLLM API server",
+            "init engine (profile",
+            "Available routes are",
+        ),
+        _F(
+            r"Uvicorn running on|Application startup complete|Starting vLLM API server|"
+            r"init engine \(profile, create kv cache, warmup model\) took|Available routes are"
+        ),
+        _nothing,
+    ),
     # Python tracebacks: frames and the exception line
     Extractor("frame", ('File "',), _F(r'File "([^"]+)", line \d+, in (\S+)'), _frame),
     # rich-style boxed tracebacks: "│ /path/tokenizer.py:36 in get_tokenizer   │"
     Extractor("frame", ("│",), _F(r"│\s*(\S+\.py):\d+ in (\w+)"), _frame),
-    Extractor("traceback", ("Traceback (most recent call last)",), _F(r"Traceback \(most recent call last\)"),
-              _nothing),
-    Extractor("exception", ("Error", "Exception", "Interrupt"), _F(
-        r"^\s*(?:\w+ )?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)):\s*(.*)$"), _exception),
+    Extractor(
+        "traceback",
+        ("Traceback (most recent call last)",),
+        _F(r"Traceback \(most recent call last\)"),
+        _nothing,
+    ),
+    Extractor(
+        "exception",
+        ("Error", "Exception", "Interrupt"),
+        _F(r"^\s*(?:\w+ )?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)):\s*(.*)$"),
+        _exception,
+    ),
 )
 
 # Event kinds whose extractor may fire on the same line as another (an OOM inside an exception).

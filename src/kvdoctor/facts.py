@@ -28,47 +28,125 @@ Facts = dict[str, Fact]
 
 # Facts that hold a figure printed by vLLM (units in the name), for docs and the text table.
 FIGURES = (
-    "weights_gib", "total_gpu_gib", "gpu_memory_utilization", "activation_peak_gib",
-    "non_torch_gib", "cuda_graph_gib", "kv_cache_gib", "gpu_blocks", "kv_cache_tokens",
-    "max_concurrency", "max_model_len", "max_tokens_in_kv_cache", "estimated_max_model_len",
-    "free_gpu_gib_at_startup", "requested_gib",
+    "weights_gib",
+    "total_gpu_gib",
+    "gpu_memory_utilization",
+    "activation_peak_gib",
+    "non_torch_gib",
+    "cuda_graph_gib",
+    "kv_cache_gib",
+    "gpu_blocks",
+    "kv_cache_tokens",
+    "max_concurrency",
+    "max_model_len",
+    "max_tokens_in_kv_cache",
+    "estimated_max_model_len",
+    "free_gpu_gib_at_startup",
+    "requested_gib",
 )
 
 
 def values(facts: Facts) -> dict[str, Any]:
     return {name: fact.value for name, fact in facts.items()}
 
+
 # Every fact name a rule may use. Families: `seen.<event kind>` (an event of that kind occurred
 # in the attempt) and `gpu.<name>` (from a probe or a pasted nvidia-smi). docs/facts.md explains each.
-KNOWN_FACTS = frozenset({
-    # configuration (banner, args dumps, launch command)
-    "model", "served_model_name", "dtype", "max_model_len", "tensor_parallel_size",
-    "pipeline_parallel_size", "data_parallel_size", "quantization", "enforce_eager",
-    "kv_cache_dtype", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
-    "block_size", "kv_cache_memory_bytes", "num_gpu_blocks_override", "swap_space", "device",
-    "enable_chunked_prefill", "cpu_offload_gb", "vllm_version", "vllm_version_min",
-    "vllm_version_max", "vllm_version_clues", "engine", "platform",
-    # figures vLLM prints
-    "weights_gib", "total_gpu_gib", "activation_peak_gib", "non_torch_gib", "cuda_graph_gib",
-    "cuda_graph_estimate_gib", "kv_cache_gib", "gpu_blocks", "kv_cache_tokens", "max_concurrency",
-    "max_tokens_in_kv_cache", "estimated_max_model_len", "free_gpu_gib_at_startup", "requested_gib",
-    "budget_gib", "consumed_gib", "needed_kv_gib", "initial_memory_usage_gib", "mamba_blocks",
-    "suggested_utilization", "kv_cache_memory_bytes_to_fit", "kv_cache_memory_bytes_full",
-    # out-of-memory
-    "oom_phase", "oom_tried_gib", "oom_total_gib", "oom_free_gib", "oom_this_process_gib",
-    "oom_other_process_gib", "oom_allocated_gib", "oom_private_pools_gib",
-    "oom_reserved_unallocated_gib", "oom_other_pids", "warmup_dummy_requests", "traceback_phase",
-    "last_phase",
-    # outcome
-    "started", "failed", "failing_file", "failing_function", "error_type", "error_message", "profiling_measure",
-    "profiling_initial_gib", "profiling_current_gib",
-    # derived (derive.py) and estimated (kvmath.py)
-    "non_kv_gib", "kv_reconstructed_gib", "budget_shortfall_gib", "other_process_gib",
-    "max_safe_utilization", "max_model_len_that_fits", "kv_bytes_per_token",
-    "kv_tokens_estimate", "weights_gib_estimate", "tp_size_that_fits", "weights_gib_int4",
-    "weights_gib_fp8", "kv_cache_tokens_fp8", "model_catalog_id", "budget_shortfall_estimate_gib",
-    "utilization_default",
-})
+KNOWN_FACTS = frozenset(
+    {
+        # configuration (banner, args dumps, launch command)
+        "model",
+        "served_model_name",
+        "dtype",
+        "max_model_len",
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "data_parallel_size",
+        "quantization",
+        "enforce_eager",
+        "kv_cache_dtype",
+        "gpu_memory_utilization",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "block_size",
+        "kv_cache_memory_bytes",
+        "num_gpu_blocks_override",
+        "swap_space",
+        "device",
+        "enable_chunked_prefill",
+        "cpu_offload_gb",
+        "vllm_version",
+        "vllm_version_min",
+        "vllm_version_max",
+        "vllm_version_clues",
+        "engine",
+        "platform",
+        # figures vLLM prints
+        "weights_gib",
+        "total_gpu_gib",
+        "activation_peak_gib",
+        "non_torch_gib",
+        "cuda_graph_gib",
+        "cuda_graph_estimate_gib",
+        "kv_cache_gib",
+        "gpu_blocks",
+        "kv_cache_tokens",
+        "max_concurrency",
+        "max_tokens_in_kv_cache",
+        "estimated_max_model_len",
+        "free_gpu_gib_at_startup",
+        "requested_gib",
+        "budget_gib",
+        "consumed_gib",
+        "needed_kv_gib",
+        "initial_memory_usage_gib",
+        "mamba_blocks",
+        "suggested_utilization",
+        "kv_cache_memory_bytes_to_fit",
+        "kv_cache_memory_bytes_full",
+        # out-of-memory
+        "oom_phase",
+        "oom_tried_gib",
+        "oom_total_gib",
+        "oom_free_gib",
+        "oom_this_process_gib",
+        "oom_other_process_gib",
+        "oom_allocated_gib",
+        "oom_private_pools_gib",
+        "oom_reserved_unallocated_gib",
+        "oom_other_pids",
+        "warmup_dummy_requests",
+        "traceback_phase",
+        "last_phase",
+        # outcome
+        "started",
+        "failed",
+        "failing_file",
+        "failing_function",
+        "error_type",
+        "error_message",
+        "profiling_measure",
+        "profiling_initial_gib",
+        "profiling_current_gib",
+        # derived (derive.py) and estimated (kvmath.py)
+        "non_kv_gib",
+        "kv_reconstructed_gib",
+        "budget_shortfall_gib",
+        "other_process_gib",
+        "max_safe_utilization",
+        "max_model_len_that_fits",
+        "kv_bytes_per_token",
+        "kv_tokens_estimate",
+        "weights_gib_estimate",
+        "tp_size_that_fits",
+        "weights_gib_int4",
+        "weights_gib_fp8",
+        "kv_cache_tokens_fp8",
+        "model_catalog_id",
+        "budget_shortfall_estimate_gib",
+        "utilization_default",
+    }
+)
 FACT_FAMILIES = ("seen.", "gpu.")
 
 

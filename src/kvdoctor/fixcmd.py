@@ -40,12 +40,15 @@ ACTION_FLAGS: dict[str, FlagSpec] = {
     "lower_max_model_len": FlagSpec("--max-model-len", "max_model_len", int, Direction.LOWER),
     "max_model_len_auto": FlagSpec("--max-model-len", "max_model_len", str, fixed="-1"),
     "raise_gpu_memory_utilization": FlagSpec(
-        "--gpu-memory-utilization", "gpu_memory_utilization", float, Direction.RAISE),
+        "--gpu-memory-utilization", "gpu_memory_utilization", float, Direction.RAISE
+    ),
     "lower_gpu_memory_utilization": FlagSpec(
-        "--gpu-memory-utilization", "gpu_memory_utilization", float, Direction.LOWER),
+        "--gpu-memory-utilization", "gpu_memory_utilization", float, Direction.LOWER
+    ),
     "reduce_max_num_seqs": FlagSpec("--max-num-seqs", "max_num_seqs", int, Direction.LOWER),
     "increase_tensor_parallel_size": FlagSpec(
-        "--tensor-parallel-size", "tensor_parallel_size", int, Direction.RAISE, aliases=("-tp",)),
+        "--tensor-parallel-size", "tensor_parallel_size", int, Direction.RAISE, aliases=("-tp",)
+    ),
     "enforce_eager": FlagSpec("--enforce-eager", "enforce_eager", bool),
     "kv_cache_dtype_fp8": FlagSpec("--kv-cache-dtype", "kv_cache_dtype", str, fixed="fp8"),
 }
@@ -59,9 +62,7 @@ class Correction:
     argv: tuple[str, ...]
 
 
-def flag_value(
-    action: str, value: Any, current: dict[str, Any]
-) -> tuple[FlagSpec, str | None] | None:
+def flag_value(action: str, value: Any, current: dict[str, Any]) -> tuple[FlagSpec, str | None] | None:
     """The flag and its new text value for a remedy, or None when it is not one flag change
     (unknown action, no value, a value vLLM would reject, or one that turns the wrong way)."""
     spec = ACTION_FLAGS.get(action)

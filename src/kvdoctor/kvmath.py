@@ -89,9 +89,7 @@ __all__ = [
 ]
 
 
-def kv_bytes_per_token(
-    config: dict[str, object], *, tp: int = 1, pp: int = 1, kv_cache_dtype: str = "auto"
-) -> int:
+def kv_bytes_per_token(config: dict[str, object], *, tp: int = 1, pp: int = 1, kv_cache_dtype: str = "auto") -> int:
     """Per-rank bytes one token takes across every attention layer of the busiest stage."""
     return kv_layout(config, tp=tp, pp=pp, kv_cache_dtype=kv_cache_dtype).bytes_per_token
 

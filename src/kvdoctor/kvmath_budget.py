@@ -107,18 +107,14 @@ def estimate_activation(cfg: Mapping[str, Any], *, tokens: int, seqs: int, tp: i
     h = int(cfg.get("hidden_size") or 4096)
     topk = int(cfg.get("num_experts_per_tok") or 0)
     if topk and (cfg.get("moe_intermediate_size") or cfg.get("num_local_experts")):
-        inter = (
-            topk * int(cfg.get("moe_intermediate_size") or cfg.get("intermediate_size") or h) / tp
-        )
+        inter = topk * int(cfg.get("moe_intermediate_size") or cfg.get("intermediate_size") or h) / tp
         extra = tokens * topk * h * 2
     else:
         inter, extra = int(cfg.get("intermediate_size") or 4 * h) / tp, 0
     mlp = tokens * 3 * inter * 2 + tokens * 3 * h * 2 + extra
     logits = seqs * int(cfg.get("vocab_size") or 32000) * 4 * 2  # fp32 logits + probs
     gib = (mlp + logits) / GIB
-    multimodal = any(k in cfg for k in ("vision_config", "audio_config")) or "VL" in str(
-        cfg.get("architectures")
-    )
+    multimodal = any(k in cfg for k in ("vision_config", "audio_config")) or "VL" in str(cfg.get("architectures"))
     basis = f"estimated for {tokens} batched tokens / {seqs} sequences"
     if multimodal:
         basis += "; the multimodal encoder's dummy inputs are not included"
@@ -139,9 +135,7 @@ def estimate_cuda_graphs(layers: int, *, enforce_eager: bool, max_num_seqs: int)
         return Estimate(0.0, 0.0, 0.0, "--enforce-eager: no CUDA graphs")
     scale = min(1.0, max(max_num_seqs, 64) / 256) ** 0.5
     gib = (0.2 + 0.013 * layers) * scale
-    return Estimate(
-        gib, gib * 0.4, gib * 2.0 + 0.3, "estimated from the layer count and capture sizes"
-    )
+    return Estimate(gib, gib * 0.4, gib * 2.0 + 0.3, "estimated from the layer count and capture sizes")
 
 
 @dataclass(frozen=True)
@@ -278,10 +272,7 @@ def kv_capacity(
         return Capacity(bs, 0, 0, 0.0, 0, 0)
     group_size, groups = _groups(kinds)
     blocks = int(kv_bytes // page // group_size)
-    per_request = sum(
-        n * _per_layer_usage(k, layout, max_model_len, max_num_batched_tokens, bs)
-        for k, n in groups
-    )
+    per_request = sum(n * _per_layer_usage(k, layout, max_model_len, max_num_batched_tokens, bs) for k, n in groups)
     concurrency = blocks / per_request if per_request else 0.0
     n_groups = sum(n for _, n in groups)
     if len(groups) == 1 and groups[0][0] is LayerKind.FULL and n_groups == 1:
@@ -290,15 +281,11 @@ def kv_capacity(
         tokens = int(concurrency * max_model_len)
     else:
         tokens = blocks // n_groups * bs
-    fits = _max_len_that_fits(
-        layout, kinds, kv_bytes, page, max_num_batched_tokens, bs, max_model_len
-    )
+    fits = _max_len_that_fits(layout, kinds, kv_bytes, page, max_num_batched_tokens, bs, max_model_len)
     return Capacity(bs, blocks, tokens, concurrency, fits, n_groups)
 
 
-def _needed(
-    kinds: list[LayerKind], layout: KvLayout, length: int, batched: int, bs: int, page: int
-) -> int:
+def _needed(kinds: list[LayerKind], layout: KvLayout, length: int, batched: int, bs: int, page: int) -> int:
     return sum(_per_layer_usage(k, layout, length, batched, bs) for k in kinds) * page
 
 

@@ -64,9 +64,7 @@ class _Ctx:
             self.util = requested / self.total if requested else default_utilization(self.era)
         model = _str(facts, "model")
         self.entry: ModelEntry | None = find_model(model) if model else None
-        self.quant = _str(facts, "quantization") or (
-            quantization_from_name(model) if model else None
-        )
+        self.quant = _str(facts, "quantization") or (quantization_from_name(model) if model else None)
         if self.entry is not None and self.quant is None:
             self.quant = self.entry.quantization
         self.max_model_len = _int(facts, "max_model_len", 0)
@@ -140,9 +138,7 @@ class _Ctx:
         return act + non_torch + graphs
 
 
-def _tokens_for(
-    ctx: _Ctx, layout: KvLayout | None, kv_gib: float, per_token: int | None
-) -> tuple[int, int] | None:
+def _tokens_for(ctx: _Ctx, layout: KvLayout | None, kv_gib: float, per_token: int | None) -> tuple[int, int] | None:
     """(tokens vLLM would print, longest request that fits) for a KV size."""
     if layout is not None and layout.attention_layers:
         cap = kv_capacity(
@@ -185,12 +181,8 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         if weights is not None:
             reconstructed = budget - weights - ctx.overheads(ctx.tp)
             if ctx.era in (Era.V0_LEGACY, Era.V1_EARLY) and _num(facts, "free_gpu_gib_at_startup"):
-                reconstructed -= max(
-                    0.0, ctx.total - (_num(facts, "free_gpu_gib_at_startup") or ctx.total)
-                )
-            out["budget_shortfall_gib"] = round(
-                logged_gib if logged_gib is not None else reconstructed, 2
-            )
+                reconstructed -= max(0.0, ctx.total - (_num(facts, "free_gpu_gib_at_startup") or ctx.total))
+            out["budget_shortfall_gib"] = round(logged_gib if logged_gib is not None else reconstructed, 2)
             kv_gib = logged_gib if logged_gib is not None else reconstructed
             _alternatives(ctx, out, budget)
     if kv_gib is not None:
@@ -218,9 +210,7 @@ def _estimate_only(ctx: _Ctx) -> float:
     ).gib
 
 
-def _fp8_tokens(
-    ctx: _Ctx, kv_gib: float, per_token: int | None, found: tuple[int, int] | None
-) -> int | None:
+def _fp8_tokens(ctx: _Ctx, kv_gib: float, per_token: int | None, found: tuple[int, int] | None) -> int | None:
     if ctx.kv_dtype in FP8_DTYPES or kv_gib <= 0:
         return None
     layout = ctx.layout(kv_dtype="fp8")

@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-MLA_MODEL_TYPES = frozenset(
-    {"deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_mtp", "kimi_k2", "longcat_flash"}
-)
+MLA_MODEL_TYPES = frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_mtp", "kimi_k2", "longcat_flash"})
 DTYPE_BYTES: dict[str, float] = {
     "auto": 0,
     "float16": 2,
@@ -102,11 +100,7 @@ def layer_kinds(cfg: Mapping[str, Any]) -> list[LayerKind]:
     if mt.startswith("llama4") and cfg.get("attention_chunk_size"):
         return [LayerKind.FULL if i % 4 == 3 else LayerKind.CHUNKED for i in range(n)]
     qwen_without_window = mt.startswith("qwen2") and not cfg.get("use_sliding_window")
-    if (
-        window
-        and not qwen_without_window
-        and int(window) < int(cfg.get("max_position_embeddings") or 1 << 30)
-    ):
+    if window and not qwen_without_window and int(window) < int(cfg.get("max_position_embeddings") or 1 << 30):
         return [LayerKind.SLIDING] * n
     return [LayerKind.FULL] * n
 
@@ -141,9 +135,7 @@ def _hybrid_kinds(cfg: Mapping[str, Any], n: int) -> list[LayerKind] | None:
     return None
 
 
-def stage_layers(
-    kinds: list[LayerKind], pp: int, partition: tuple[int, ...] = ()
-) -> list[LayerKind]:
+def stage_layers(kinds: list[LayerKind], pp: int, partition: tuple[int, ...] = ()) -> list[LayerKind]:
     """Layers of the busiest pipeline stage (even split unless VLLM_PP_LAYER_PARTITION says)."""
     if partition:
         starts = [sum(partition[:i]) for i in range(len(partition))]

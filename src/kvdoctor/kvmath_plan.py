@@ -79,11 +79,7 @@ class Plan:
 
 def _fits_problems(req: PlanRequest, budget: Budget, cap: Capacity, mml: int) -> list[str]:
     problems = []
-    if (
-        req.free_gib is not None
-        and req.free_gib < budget.requested_gib
-        and budget.era in (Era.V1, Era.V1_GRAPHS)
-    ):
+    if req.free_gib is not None and req.free_gib < budget.requested_gib and budget.era in (Era.V1, Era.V1_GRAPHS):
         problems.append(
             f"only {req.free_gib:.2f} GiB free at start-up, below the "
             f"{budget.requested_gib:.2f} GiB that --gpu-memory-utilization requests"
@@ -91,9 +87,7 @@ def _fits_problems(req: PlanRequest, budget: Budget, cap: Capacity, mml: int) ->
     if budget.kv_cache_gib <= 0 or cap.gpu_blocks <= 0:
         problems.append(f"no memory left for the KV cache ({budget.kv_cache_gib:+.2f} GiB)")
     elif cap.max_model_len_that_fits < mml:
-        problems.append(
-            f"max_model_len {mml} does not fit; at most {cap.max_model_len_that_fits} tokens do"
-        )
+        problems.append(f"max_model_len {mml} does not fit; at most {cap.max_model_len_that_fits} tokens do")
     return problems
 
 
@@ -161,16 +155,8 @@ def make_plan(req: PlanRequest) -> Plan:
 
     cap = capacity(budget.kv_cache_gib)
     cap = replace(cap, max_model_len_that_fits=min(cap.max_model_len_that_fits, model_len))
-    lo_gib = (
-        budget.kv_cache_gib
-        - (activation.high - activation.value)
-        - (non_torch.high - non_torch.value)
-    )
-    hi_gib = (
-        budget.kv_cache_gib
-        + (activation.value - activation.low)
-        + (non_torch.value - non_torch.low)
-    )
+    lo_gib = budget.kv_cache_gib - (activation.high - activation.value) - (non_torch.high - non_torch.value)
+    hi_gib = budget.kv_cache_gib + (activation.value - activation.low) + (non_torch.value - non_torch.low)
     if era is Era.V1_GRAPHS:
         lo_gib -= graphs.high - graphs.value
         hi_gib += graphs.value - graphs.low
@@ -221,18 +207,12 @@ def fixes(plan: Plan) -> list[Fix]:
     if cap.gpu_blocks > 0 and 0 < cap.max_model_len_that_fits < plan.max_model_len:
         length = cap.max_model_len_that_fits // 1024 * 1024 or cap.max_model_len_that_fits
         out.append(Fix(f"--max-model-len {length}", make_plan(replace(req, max_model_len=length))))
-    if (
-        req.kv_cache_dtype == "auto"
-        and not plan.capacity.max_model_len_that_fits >= plan.max_model_len
-    ):
+    if req.kv_cache_dtype == "auto" and not plan.capacity.max_model_len_that_fits >= plan.max_model_len:
         fp8 = make_plan(replace(req, kv_cache_dtype="fp8"))
         if fp8.fits:
             out.append(Fix("--kv-cache-dtype fp8", fp8))
     for tp in (2, 4, 8):
-        if (
-            tp > req.tensor_parallel_size
-            and int(req.model.config.get("num_attention_heads", 1)) % tp == 0
-        ):
+        if tp > req.tensor_parallel_size and int(req.model.config.get("num_attention_heads", 1)) % tp == 0:
             bigger = make_plan(replace(req, tensor_parallel_size=tp))
             if bigger.fits:
                 out.append(Fix(f"--tensor-parallel-size {tp} (needs {tp} GPUs)", bigger))

@@ -48,9 +48,7 @@ INT4_METHODS = frozenset(
 FP8_METHODS = frozenset({"fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "w8a8", "compressed-tensors"})
 
 
-def linear_bytes_per_param(
-    quantization: str | None, dtype_bytes: int, *, group_size: int = 128
-) -> float:
+def linear_bytes_per_param(quantization: str | None, dtype_bytes: int, *, group_size: int = 128) -> float:
     """Bytes per linear-layer parameter for a checkpoint format (embeddings stay 16-bit)."""
     q = (quantization or "").lower()
     if not q or q in ("none", "auto"):
@@ -99,11 +97,7 @@ def param_split(cfg: Mapping[str, Any]) -> ParamSplit:
         lora, qlora = int(cfg["kv_lora_rank"]), int(cfg.get("q_lora_rank") or 0)
         q = (h * qlora + qlora * heads * qk) if qlora else h * heads * qk
         kv_a = h * (lora + int(cfg.get("qk_rope_head_dim") or 64))
-        kv_b = (
-            lora
-            * heads
-            * (int(cfg.get("qk_nope_head_dim") or 128) + int(cfg.get("v_head_dim") or 128))
-        )
+        kv_b = lora * heads * (int(cfg.get("qk_nope_head_dim") or 128) + int(cfg.get("v_head_dim") or 128))
         attention, kv_proj = q + kv_a + kv_b + heads * int(cfg.get("v_head_dim") or 128) * h, 0
         rope = int(cfg.get("qk_rope_head_dim") or 64)
     else:
@@ -111,14 +105,10 @@ def param_split(cfg: Mapping[str, Any]) -> ParamSplit:
         kv_proj = 2 * h * total_kv_heads(cfg) * d
         attention = 2 * h * heads * d
         rope = d
-    experts_n = int(
-        cfg.get("n_routed_experts") or cfg.get("num_experts") or cfg.get("num_local_experts") or 0
-    )
+    experts_n = int(cfg.get("n_routed_experts") or cfg.get("num_experts") or cfg.get("num_local_experts") or 0)
     inter = int(cfg.get("intermediate_size") or 4 * h)
     moe_inter = int(cfg.get("moe_intermediate_size") or inter)
-    shared = int(cfg.get("n_shared_experts") or 0) * moe_inter + int(
-        cfg.get("shared_expert_intermediate_size") or 0
-    )
+    shared = int(cfg.get("n_shared_experts") or 0) * moe_inter + int(cfg.get("shared_expert_intermediate_size") or 0)
     experts = (experts_n * 3 * h * moe_inter + 3 * h * shared + h * experts_n) if experts_n else 0
     dense_layers = int(cfg.get("first_k_dense_replace") or 0) if experts_n else layers
     return ParamSplit(
@@ -136,12 +126,7 @@ def param_split(cfg: Mapping[str, Any]) -> ParamSplit:
 def total_params(cfg: Mapping[str, Any]) -> int:
     s = param_split(cfg)
     per_layer = s.attention + s.kv_proj
-    return (
-        s.embed
-        + s.layers * per_layer
-        + s.dense_layers * s.mlp_dense
-        + (s.layers - s.dense_layers) * s.experts
-    )
+    return s.embed + s.layers * per_layer + s.dense_layers * s.mlp_dense + (s.layers - s.dense_layers) * s.experts
 
 
 @dataclass(frozen=True)
@@ -168,8 +153,7 @@ def weights_from_config(
     layer_bytes = (s.attention / tp + kv_per_rank) * dense_bpp
     moe_layers = s.layers - s.dense_layers
     mlp_bytes = (
-        s.dense_layers * s.mlp_dense * dense_bpp
-        + moe_layers * s.experts * _linear_bpp(quantization, db, experts=True)
+        s.dense_layers * s.mlp_dense * dense_bpp + moe_layers * s.experts * _linear_bpp(quantization, db, experts=True)
     ) / tp
     stage_share = math.ceil(s.layers / pp) / s.layers
     embed_share = 1.0 if pp == 1 else 0.5  # first stage holds the embedding, last the lm_head

@@ -13,11 +13,11 @@ import gzip
 import io
 import json
 import re
-from functools import lru_cache
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +76,11 @@ def open_source(path: str) -> BinaryIO:
 
 
 def _maybe_gunzip(stream: BinaryIO) -> BinaryIO:
-    buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(stream)  # type: ignore[arg-type]
+    buffered: Any = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(stream)
     head = buffered.peek(2)[:2]
     if head == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=buffered)  # type: ignore[return-value]
-    return buffered  # type: ignore[return-value]
+    return buffered  # type: ignore[no-any-return]
 
 
 def iter_raw_lines(stream: BinaryIO) -> Iterator[bytes]:
@@ -124,6 +124,8 @@ def _chunk_has_anchor(body: bytes) -> bool:
     if b"rror" in body:  # "…Error:"; an ERROR-level traceback ends in one (RROR is line-level only)
         return True
     return b"L" in body and b"LLM" in body
+
+
 WINDOW_BEFORE = 64  # lines of context kept before an anchor (banner, phase markers, frames)
 WINDOW_AFTER = 256  # a V0 0.2.x banner is followed by download bars before "# GPU blocks"
 
@@ -153,7 +155,7 @@ def iter_sparse_lines(stream: BinaryIO, dense_bytes: int = DENSE_BYTES) -> Itera
         if cut < 0 and len(data) <= CHUNK * 4:
             tail = data
             continue
-        body, tail = (data[: cut + 1], data[cut + 1:]) if cut >= 0 else (data + b"\n", b"")
+        body, tail = (data[: cut + 1], data[cut + 1 :]) if cut >= 0 else (data + b"\n", b"")
         dense = seen < dense_bytes
         seen += len(body)
         if dense:
@@ -232,7 +234,10 @@ _WRAPPER_SOURCES: tuple[tuple[str, str], ...] = (
     # HF transformers / LlamaFactory: "[WARNING|logging.py:329] 2025-03-10 21:43:12,326 >> "
     ("hf", r"^\[[A-Z]+\|[\w.]+:\d+\] [\d-]+ [\d:,]+ >> "),
     # CloudWatch / Cloud Logging / kubectl --timestamps: a leading ISO timestamp, optional severity
-    ("stamp", rf"^\[?{_ISO}\]?(?:\t[\w-]*\t|\s+)(?:\[?(?:info|INFO|warn|WARN|error|ERROR|DEFAULT)\]?\s+(?!\d\d-\d\d \d\d:))?"),
+    (
+        "stamp",
+        rf"^\[?{_ISO}\]?(?:\t[\w-]*\t|\s+)(?:\[?(?:info|INFO|warn|WARN|error|ERROR|DEFAULT)\]?\s+(?!\d\d-\d\d \d\d:))?",
+    ),
     # glog (torch, klog): "W1223 23:34:22.775000 1116 torch/utils/x.py:2425] "
     ("glog", r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\]\s?"),
     # platform prefixes: "[vllm]: " (Akash), torch elastic "[rank0]: "
@@ -306,7 +311,7 @@ def peel(text: str) -> tuple[str, Origin]:
                 continue
         if text.startswith((" ", "\t")) and "|" in text[:8]:  # Buildkite "  | …" indent
             text = re.sub(r"^\s*\|\s?", "", text, count=1)
-        for name, pattern in (_wrappers() if _MAYBE_WRAPPED.match(text) else ()):
+        for _name, pattern in _wrappers() if _MAYBE_WRAPPED.match(text) else ():
             m = pattern.match(text)
             if m and m.end() > 0:
                 groups = m.groupdict()
@@ -314,7 +319,7 @@ def peel(text: str) -> tuple[str, Origin]:
                     container = groups["container"]
                 if groups.get("rank") is not None:
                     rank = int(groups["rank"])
-                text = text[m.end():]
+                text = text[m.end() :]
                 break
         m = _PROC.match(text)
         if m:
@@ -322,7 +327,7 @@ def peel(text: str) -> tuple[str, Origin]:
             rm = _RANK_IN_PROC.search(proc)
             if rm:
                 rank = int(rm.group(1))
-            text = text[m.end():]
+            text = text[m.end() :]
         if text.endswith("]") and "repeated" in text:
             rep = _REPEATED.search(text)
             if rep:
@@ -333,7 +338,7 @@ def peel(text: str) -> tuple[str, Origin]:
             level, stamp = m.group("level"), m.group("stamp")
             bracket = "[" if text[m.start("src") - 1] == "[" else ""
             src = f"{bracket}{m.group('src')}:{m.group('lineno')}"
-            text = text[m.end():]
+            text = text[m.end() :]
             break  # vLLM's own header is the innermost wrapper
         if text == before:
             break
@@ -343,8 +348,15 @@ def peel(text: str) -> tuple[str, Origin]:
 
 # High-volume serving lines (stats, access log, request log). They never carry start-up facts,
 # and user prompts inside them must not be read as errors, so they are passed over unpeeled.
-SERVING_MARKERS = ("Avg prompt throughput", 'HTTP/1.1" ', "Received request ", "Added request ",
-                   "Finished request ", "Aborted request ", "Engine 000: ")
+SERVING_MARKERS = (
+    "Avg prompt throughput",
+    'HTTP/1.1" ',
+    "Received request ",
+    "Added request ",
+    "Finished request ",
+    "Aborted request ",
+    "Engine 000: ",
+)
 
 
 _SERVING_BYTES = tuple(m.encode() for m in SERVING_MARKERS)
@@ -359,6 +371,7 @@ def normalise(raw_lines: Iterable[bytes | str | tuple[int, bytes]], start: int =
     """Decode and peel each physical line, keeping its original number (given as a pair by
     :func:`iter_sparse_lines`, else counted from `start`)."""
     number = start - 1
+    raw: bytes | str
     for item in raw_lines:
         if isinstance(item, tuple):
             number, raw = item

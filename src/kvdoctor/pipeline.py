@@ -110,14 +110,25 @@ def iter_events(lines: Iterable[Line], smi: Any = None, order: StampOrder | None
 
 def finish_attempt(attempt: Attempt) -> AttemptResult:
     facts = derive(attempt_facts(attempt))
-    return AttemptResult(attempt.index, attempt.start_line, attempt.end_line, facts,
-                         tuple(attempt.events), tuple(attempt.ranks()))
+    return AttemptResult(
+        attempt.index,
+        attempt.start_line,
+        attempt.end_line,
+        facts,
+        tuple(attempt.events),
+        tuple(attempt.ranks()),
+    )
 
 
-def analyse_events(source: str, events: list[Event], notes: list[str] | None = None,
-                   smi: Any = None, order: StampOrder | None = None) -> Analysis:
+def analyse_events(
+    source: str,
+    events: list[Event],
+    notes: list[str] | None = None,
+    smi: Any = None,
+    order: StampOrder | None = None,
+) -> Analysis:
     notes = list(notes or [])
-    if (order.newest_first if order is not None else newest_first(events)):
+    if order.newest_first if order is not None else newest_first(events):
         events = list(reversed(events))
         notes.append("the log is in newest-first order (timestamps run backwards); read it oldest-first")
     attempts = tuple(finish_attempt(a) for a in split_attempts(events))
@@ -126,7 +137,7 @@ def analyse_events(source: str, events: list[Event], notes: list[str] | None = N
     return Analysis(source, attempts, tuple(notes), smi_lines, snapshot)
 
 
-def analyse_lines(source: str, raw_lines: Iterable[bytes | str]) -> Analysis:
+def analyse_lines(source: str, raw_lines: Iterable[bytes | str | tuple[int, bytes]]) -> Analysis:
     smi = _smi_reader()
     order = StampOrder()
     notes: list[str] = []

@@ -80,8 +80,7 @@ class AttemptReport:
             "verdict": self.verdict,
             "diagnoses": [d.as_record() for d in self.diagnoses],
             "facts": {k: v["value"] for k, v in self.facts.items()},
-            "fact_sources": {k: {kk: vv for kk, vv in v.items() if kk != "value"}
-                             for k, v in self.facts.items()},
+            "fact_sources": {k: {kk: vv for kk, vv in v.items() if kk != "value"} for k, v in self.facts.items()},
             "ranks": list(self.ranks),
         }
 

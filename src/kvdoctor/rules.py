@@ -19,20 +19,62 @@ from kvdoctor import conditions
 from kvdoctor.conditions import ConditionError, Node
 from kvdoctor.facts import is_known
 
-CLASSES = ("no_cache_blocks", "max_model_len_too_large", "insufficient_free_memory_at_startup",
-           "cuda_oom", "healthy", "other")
+CLASSES = (
+    "no_cache_blocks",
+    "max_model_len_too_large",
+    "insufficient_free_memory_at_startup",
+    "cuda_oom",
+    "healthy",
+    "other",
+)
 CAUSES = ("utilization_too_low", "other_process", "model_too_large", "profile_overhead")
-PHASES = ("weight_loading", "profile_run", "cuda_graph_capture", "sampler_warmup",
-          "kv_cache_allocation", "unknown")
-ACTIONS = ("raise_gpu_memory_utilization", "lower_gpu_memory_utilization", "free_gpu_memory",
-           "lower_max_model_len", "max_model_len_auto", "enforce_eager", "reduce_max_num_seqs",
-           "reduce_max_num_batched_tokens", "increase_tensor_parallel_size",
-           "use_quantized_checkpoint", "kv_cache_dtype_fp8", "set_kv_cache_memory_bytes",
-           "fix_environment", "fix_config", "upgrade_vllm", "collect_more_log")
+PHASES = (
+    "weight_loading",
+    "profile_run",
+    "cuda_graph_capture",
+    "sampler_warmup",
+    "kv_cache_allocation",
+    "unknown",
+)
+ACTIONS = (
+    "raise_gpu_memory_utilization",
+    "lower_gpu_memory_utilization",
+    "free_gpu_memory",
+    "lower_max_model_len",
+    "max_model_len_auto",
+    "enforce_eager",
+    "reduce_max_num_seqs",
+    "reduce_max_num_batched_tokens",
+    "increase_tensor_parallel_size",
+    "use_quantized_checkpoint",
+    "kv_cache_dtype_fp8",
+    "set_kv_cache_memory_bytes",
+    "fix_environment",
+    "fix_config",
+    "upgrade_vllm",
+    "collect_more_log",
+)
 SEVERITIES = ("error", "warning", "info")
 CONFIDENCES = ("high", "medium", "low")
-_FIELDS = {"id", "title", "class", "cause", "phase", "severity", "confidence", "priority", "define",
-           "when", "vllm", "explain", "remedies", "avoid", "references", "examples", "evidence"}
+_FIELDS = {
+    "id",
+    "title",
+    "class",
+    "cause",
+    "phase",
+    "severity",
+    "confidence",
+    "priority",
+    "define",
+    "when",
+    "vllm",
+    "explain",
+    "remedies",
+    "avoid",
+    "references",
+    "examples",
+    "evidence",
+}
 _TEMPLATE_FIELD = re.compile(r"\{([A-Za-z_][\w.]*)(?::([^{}]*))?\}")
 _VERSION_BOUND = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*v?(\d+(?:\.\d+)*(?:\.post\d+)?)\s*$")
 
@@ -179,8 +221,11 @@ def load_rule(path: Path) -> tuple[Rule | None, list[RuleError]]:
         data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a SafeLoader (libyaml's when present)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        loader.error(f"invalid YAML: {getattr(exc, 'problem', exc)}", (mark.line + 1) if mark else 1,
-                     (mark.column + 1) if mark else 1)
+        loader.error(
+            f"invalid YAML: {getattr(exc, 'problem', exc)}",
+            (mark.line + 1) if mark else 1,
+            (mark.column + 1) if mark else 1,
+        )
         return None, loader.errors
     if not isinstance(data, dict) or node is None:
         loader.error("a rule file must be a mapping (id, title, class, when, …)", 1, 1)
@@ -197,8 +242,13 @@ def _build(ld: _Loader, data: dict[str, Any]) -> Rule | None:
     rule_id = data.get("id", ld.path.stem)
     if rule_id != ld.path.stem:
         ld.at("id", f"id {rule_id!r} must equal the file name {ld.path.stem!r}")
-    for key, allowed in (("class", CLASSES), ("cause", CAUSES), ("phase", PHASES),
-                         ("severity", SEVERITIES), ("confidence", CONFIDENCES)):
+    for key, allowed in (
+        ("class", CLASSES),
+        ("cause", CAUSES),
+        ("phase", PHASES),
+        ("severity", SEVERITIES),
+        ("confidence", CONFIDENCES),
+    ):
         value = data.get(key)
         if value is None and key in ("class", "severity"):
             ld.at("id", f"missing required field {key!r}")
@@ -228,9 +278,26 @@ def _build(ld: _Loader, data: dict[str, Any]) -> Rule | None:
         priority = 50
     if ld.errors or when is None or title is None or explain is None:
         return None
-    return Rule(rule_id, ld.name, title, data["class"], data["severity"], data.get("confidence", "medium"),
-                priority, when, defines, explain, data.get("cause"), data.get("phase"), bounds,
-                remedies, avoid, tuple(str(r) for r in data.get("references") or []), evidence, examples)
+    return Rule(
+        rule_id,
+        ld.name,
+        title,
+        data["class"],
+        data["severity"],
+        data.get("confidence", "medium"),
+        priority,
+        when,
+        defines,
+        explain,
+        data.get("cause"),
+        data.get("phase"),
+        bounds,
+        remedies,
+        avoid,
+        tuple(str(r) for r in data.get("references") or []),
+        evidence,
+        examples,
+    )
 
 
 def _defines(ld: _Loader, raw: Any) -> dict[str, Node]:
@@ -254,21 +321,25 @@ def _defines(ld: _Loader, raw: Any) -> dict[str, Node]:
             used |= set(out)  # the syntax error is reported already; do not pile on
     for name in out:
         if name not in used:
-            node = marks.get(name)
-            line = node.start_mark.line + 1 if node else 1
+            mark = marks.get(name)
+            line = mark.start_mark.line + 1 if mark is not None else 1
             ld.error(f"define.{name}: defined but never used in `when`", line, 1)
     return out
 
 
-def _check_names(ld: _Loader, node: Node, defines: dict[str, Node], key: str,
-                 yaml_node: yaml.Node | None = None) -> None:
+def _check_names(
+    ld: _Loader, node: Node, defines: dict[str, Node], key: str, yaml_node: yaml.Node | None = None
+) -> None:
     yaml_node = yaml_node if yaml_node is not None else ld.marks.get(key)
     for name in conditions.names(node):
         if name.name in defines or is_known(name.name):
             continue
         line, col = ld._position(yaml_node, name.line, name.column)
-        ld.error(f"{key}: unknown name {name.name!r} (not a fact or a define); see docs/facts.md",
-                 line, col)
+        ld.error(
+            f"{key}: unknown name {name.name!r} (not a fact or a define); see docs/facts.md",
+            line,
+            col,
+        )
 
 
 def _remedies(ld: _Loader, raw: Any, defines: dict[str, Node]) -> Iterable[Remedy]:
@@ -284,8 +355,7 @@ def _remedies(ld: _Loader, raw: Any, defines: dict[str, Node]) -> Iterable[Remed
         if text is None:
             ld.at("remedies", f"remedies[{i}]: text is required")
             continue
-        value = ld.expr(f"remedies[{i}].value", str(item["value"]), marks.get("value")) \
-            if "value" in item else None
+        value = ld.expr(f"remedies[{i}].value", str(item["value"]), marks.get("value")) if "value" in item else None
         when = ld.expr(f"remedies[{i}].when", item["when"], marks.get("when")) if "when" in item else None
         for label, node in (("value", value), ("when", when)):
             if node is not None:
@@ -325,7 +395,7 @@ def _bounds(ld: _Loader, raw: Any) -> tuple[tuple[str, str], ...]:
     for part in str(raw).split(","):
         m = _VERSION_BOUND.match(part)
         if not m:
-            ld.at("vllm", f"vllm: bad version bound {part.strip()!r}; use e.g. \">=0.9.1,<0.20\"")
+            ld.at("vllm", f'vllm: bad version bound {part.strip()!r}; use e.g. ">=0.9.1,<0.20"')
             continue
         out.append((m.group(1), m.group(2)))
     return tuple(out)

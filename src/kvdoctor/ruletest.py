@@ -7,8 +7,8 @@ from pathlib import Path
 
 from kvdoctor.api import diagnose
 from kvdoctor.engine import fire
-from kvdoctor.pipeline import analyse_lines
 from kvdoctor.lines import iter_raw_lines, open_source
+from kvdoctor.pipeline import analyse_lines
 from kvdoctor.rules import Example, Rule
 
 

@@ -10,23 +10,38 @@ from kvdoctor.api import report_for
 from kvdoctor.attempts import START_KINDS, Attempt
 from kvdoctor.events import Event, extract
 from kvdoctor.joiner import Joiner
-from kvdoctor.lines import decode, peel, Line
+from kvdoctor.lines import Line, decode, peel
 from kvdoctor.pipeline import Analysis, finish_attempt
 from kvdoctor.report import Report
 from kvdoctor.rules import Rule, rules_for
 
 # Events after which the verdict is worth announcing.
-DECISIVE = frozenset({
-    "no_cache_blocks_error", "max_len_error", "free_memory_error", "cuda_oom", "warmup_oom",
-    "profiling_assert", "mamba_blocks_error", "auto_fit_error", "batched_tokens_error",
-    "exception", "serving",
-})
+DECISIVE = frozenset(
+    {
+        "no_cache_blocks_error",
+        "max_len_error",
+        "free_memory_error",
+        "cuda_oom",
+        "warmup_oom",
+        "profiling_assert",
+        "mamba_blocks_error",
+        "auto_fit_error",
+        "batched_tokens_error",
+        "exception",
+        "serving",
+    }
+)
 MAX_EVENTS = 20000  # a pathological attempt (a crash loop in one "attempt") stays bounded
 
 
 class LiveDiagnoser:
-    def __init__(self, rules: Sequence[Rule] | None = None, lang: str = "en", source: str = "<stdin>",
-                 probe: Any = None) -> None:
+    def __init__(
+        self,
+        rules: Sequence[Rule] | None = None,
+        lang: str = "en",
+        source: str = "<stdin>",
+        probe: Any = None,
+    ) -> None:
         self._rules = list(rules) if rules is not None else rules_for()
         self._lang, self._source, self._probe = lang, source, probe
         self._joiner = Joiner()

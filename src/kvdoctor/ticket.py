@@ -32,8 +32,7 @@ _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 _DETAILS_OPEN = re.compile(r"^\s*<details\b", re.IGNORECASE)
 _DETAILS_ANY = re.compile(r"<details\b", re.IGNORECASE)
 _DETAILS_CLOSE = re.compile(r"</details\s*>", re.IGNORECASE)
-_TAGS = re.compile(r"<summary\b.*?</summary\s*>|</?details\b[^>]*>|</?summary\b[^>]*>",
-                   re.IGNORECASE)
+_TAGS = re.compile(r"<summary\b.*?</summary\s*>|</?details\b[^>]*>|</?summary\b[^>]*>", re.IGNORECASE)
 _STATED = re.compile(
     r"^\s*(?:[-*+]\s+)?(?:#+\s*)?(?:\*\*|__)?"
     r"(fix|fixed by|remedy|resolution|resolved by|workaround)"
@@ -151,8 +150,9 @@ def _front_matter(bare: list[str], where: str) -> tuple[dict[str, Any], int]:
         mark = getattr(exc, "problem_mark", None)
         line = 2 + (mark.line if mark is not None else 0)
         problem = getattr(exc, "problem", None) or "not valid YAML"
-        raise TicketError(f"{where}:{line}: front matter is not valid YAML ({problem}); "
-                          "fix it or remove the --- lines") from None
+        raise TicketError(
+            f"{where}:{line}: front matter is not valid YAML ({problem}); fix it or remove the --- lines"
+        ) from None
     return (data if isinstance(data, dict) else {}), end + 1
 
 
@@ -170,8 +170,9 @@ def _managed(bare: list[str], start: int, where: str) -> tuple[int, int] | None:
     if begin is None:
         return None
     if end is None:
-        raise TicketError(f"{where}:{begin + 1}: {BEGIN} has no {END} after it; add the end "
-                          "marker or delete the begin marker")
+        raise TicketError(
+            f"{where}:{begin + 1}: {BEGIN} has no {END} after it; add the end marker or delete the begin marker"
+        )
     return begin, end
 
 
@@ -195,8 +196,9 @@ def _blocks(bare: list[str], hidden: set[int]) -> tuple[list[Block], set[int]]:
         if i in hidden:
             i += 1
             continue
-        nxt = (_fenced(bare, i, hidden, blocks) or _details(bare, i, hidden, blocks)
-               or _indented(bare, i, hidden, blocks))
+        nxt = (
+            _fenced(bare, i, hidden, blocks) or _details(bare, i, hidden, blocks) or _indented(bare, i, hidden, blocks)
+        )
         if nxt:
             used.update(range(i, nxt))
             i = nxt
@@ -220,7 +222,7 @@ def _fenced(bare: list[str], i: int, hidden: set[int], out: list[Block]) -> int:
         if fence is None:
             break
         j += 1
-    body = [_dedent(line, indent) for line in bare[i + 1:j]]
+    body = [_dedent(line, indent) for line in bare[i + 1 : j]]
     out.append(Block(BlockKind.FENCED, i + 2, "\n".join(body) + "\n", info))
     return j + 1 if fence is None else j
 
@@ -269,7 +271,7 @@ def _is_indented(line: str) -> bool:
 
 def _dedent(line: str, indent: int) -> str:
     stripped = line.lstrip(" ")
-    return line[min(indent, len(line) - len(stripped)):]
+    return line[min(indent, len(line) - len(stripped)) :]
 
 
 def _stated(front: dict[str, Any], prose: Sequence[tuple[int, str]]) -> tuple[Stated, ...]:
@@ -289,48 +291,88 @@ def _stated(front: dict[str, Any], prose: Sequence[tuple[int, str]]) -> tuple[St
 
 # knob -> (fact, pattern, action when raised, action when lowered)
 _KNOBS: dict[str, tuple[str, re.Pattern[str], str | None, str | None]] = {
-    "util": ("gpu_memory_utilization", re.compile(
-        r"gpu[-_ ]?mem(?:ory)?[-_ ]?util\w*|mem(?:ory)?[-_ ]util\w*|memory fraction"
-        r"|\butil(?:i[sz]ation)?\b", re.I),
-        "raise_gpu_memory_utilization", "lower_gpu_memory_utilization"),
-    "len": ("max_model_len", re.compile(
-        r"max[-_ ]?model[-_ ]?len\w*|context (?:length|window|len)|max[-_ ]seq[-_ ]len\w*", re.I),
-        "raise_max_model_len", "lower_max_model_len"),
-    "seqs": ("max_num_seqs", re.compile(r"max[-_ ]?num[-_ ]?seqs", re.I),
-             "raise_max_num_seqs", "reduce_max_num_seqs"),
-    "batched": ("max_num_batched_tokens", re.compile(
-        r"max[-_ ]?num[-_ ]?batched[-_ ]?tokens|batched tokens", re.I),
-        "raise_max_num_batched_tokens", "reduce_max_num_batched_tokens"),
-    "tp": ("tensor_parallel_size", re.compile(
-        r"tensor[-_ ]?parallel(?:[-_ ]?size)?|(?<![\w-])-?-?tp\b", re.I),
-        "increase_tensor_parallel_size", None),
+    "util": (
+        "gpu_memory_utilization",
+        re.compile(
+            r"gpu[-_ ]?mem(?:ory)?[-_ ]?util\w*|mem(?:ory)?[-_ ]util\w*|memory fraction"
+            r"|\butil(?:i[sz]ation)?\b",
+            re.I,
+        ),
+        "raise_gpu_memory_utilization",
+        "lower_gpu_memory_utilization",
+    ),
+    "len": (
+        "max_model_len",
+        re.compile(r"max[-_ ]?model[-_ ]?len\w*|context (?:length|window|len)|max[-_ ]seq[-_ ]len\w*", re.I),
+        "raise_max_model_len",
+        "lower_max_model_len",
+    ),
+    "seqs": (
+        "max_num_seqs",
+        re.compile(r"max[-_ ]?num[-_ ]?seqs", re.I),
+        "raise_max_num_seqs",
+        "reduce_max_num_seqs",
+    ),
+    "batched": (
+        "max_num_batched_tokens",
+        re.compile(r"max[-_ ]?num[-_ ]?batched[-_ ]?tokens|batched tokens", re.I),
+        "raise_max_num_batched_tokens",
+        "reduce_max_num_batched_tokens",
+    ),
+    "tp": (
+        "tensor_parallel_size",
+        re.compile(r"tensor[-_ ]?parallel(?:[-_ ]?size)?|(?<![\w-])-?-?tp\b", re.I),
+        "increase_tensor_parallel_size",
+        None,
+    ),
 }
 # actions named without a direction
 _DIRECT: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("enforce_eager", re.compile(r"enforce[-_ ]?eager|eager mode|disabl\w* (?:the )?cuda ?graphs?",
-                                 re.I)),
+    (
+        "enforce_eager",
+        re.compile(r"enforce[-_ ]?eager|eager mode|disabl\w* (?:the )?cuda ?graphs?", re.I),
+    ),
     ("kv_cache_dtype_fp8", re.compile(r"kv[-_ ]?cache[-_ ]?dtype\W+(?:to\s+)?fp8|fp8 kv", re.I)),
     ("use_quantized_checkpoint", re.compile(r"\b(?:awq|gptq|int4|int8|quantiz\w*)\b", re.I)),
-    ("free_gpu_memory", re.compile(
-        r"\b(?:kill\w*|stopp?\w*|free\w*|clear\w*|shut\w* down)\b[^.;]*?"
-        r"\b(?:process\w*|gpus?|memory|instances?|containers?|jobs?|tenants?)\b", re.I)),
+    (
+        "free_gpu_memory",
+        re.compile(
+            r"\b(?:kill\w*|stopp?\w*|free\w*|clear\w*|shut\w* down)\b[^.;]*?"
+            r"\b(?:process\w*|gpus?|memory|instances?|containers?|jobs?|tenants?)\b",
+            re.I,
+        ),
+    ),
     ("upgrade_vllm", re.compile(r"\bupgrad\w*\b.*\bvllm\b|\bvllm\b.*\bupgrad\w*", re.I)),
 )
 _RAISE = re.compile(r"\b(?:rais\w*|increas\w*|bump\w*|higher|more|up)\b", re.I)
-_LOWER = re.compile(r"\b(?:lower\w*|decreas\w*|reduc\w*|drop\w*|shrink\w*|cut|smaller|less"
-                    r"|shorten\w*)\b", re.I)
-_CLAUSE = re.compile(r"[.;,](?=\s|$)|\band\b|\bthen\b", re.I)
-_NUMBER = re.compile(
-    r"^[\s\"'`]*(?:(?:=|:|to|from\s+\S+\s+to)\s*)?[\"'`]?(-?\d+(?:\.\d+)?|auto)(k)?\b", re.I)
-ACTION_IDS = (  # ARCHITECTURE.md's remedy ids, plus the ticket-only ones in OPPOSITE
-    "raise_gpu_memory_utilization", "lower_gpu_memory_utilization", "free_gpu_memory",
-    "lower_max_model_len", "max_model_len_auto", "enforce_eager", "reduce_max_num_seqs",
-    "reduce_max_num_batched_tokens", "increase_tensor_parallel_size", "use_quantized_checkpoint",
-    "kv_cache_dtype_fp8", "set_kv_cache_memory_bytes", "fix_environment", "fix_config",
-    "upgrade_vllm", "raise_max_model_len", "raise_max_num_seqs", "raise_max_num_batched_tokens",
+_LOWER = re.compile(
+    r"\b(?:lower\w*|decreas\w*|reduc\w*|drop\w*|shrink\w*|cut|smaller|less"
+    r"|shorten\w*)\b",
+    re.I,
 )
-_IDS = re.compile(r"(?<![\w-])(?:" + "|".join(sorted(ACTION_IDS, key=len, reverse=True))
-                  + r")(?![\w-])")
+_CLAUSE = re.compile(r"[.;,](?=\s|$)|\band\b|\bthen\b", re.I)
+_NUMBER = re.compile(r"^[\s\"'`]*(?:(?:=|:|to|from\s+\S+\s+to)\s*)?[\"'`]?(-?\d+(?:\.\d+)?|auto)(k)?\b", re.I)
+ACTION_IDS = (  # ARCHITECTURE.md's remedy ids, plus the ticket-only ones in OPPOSITE
+    "raise_gpu_memory_utilization",
+    "lower_gpu_memory_utilization",
+    "free_gpu_memory",
+    "lower_max_model_len",
+    "max_model_len_auto",
+    "enforce_eager",
+    "reduce_max_num_seqs",
+    "reduce_max_num_batched_tokens",
+    "increase_tensor_parallel_size",
+    "use_quantized_checkpoint",
+    "kv_cache_dtype_fp8",
+    "set_kv_cache_memory_bytes",
+    "fix_environment",
+    "fix_config",
+    "upgrade_vllm",
+    "raise_max_model_len",
+    "raise_max_num_seqs",
+    "raise_max_num_batched_tokens",
+)
+_IDS = re.compile(r"(?<![\w-])(?:" + "|".join(sorted(ACTION_IDS, key=len, reverse=True)) + r")(?![\w-])")
 
 
 def stated_actions(text: str, facts: dict[str, Any]) -> tuple[str, ...]:
@@ -350,7 +392,7 @@ def _clause_actions(clause: str, facts: dict[str, Any]) -> list[str]:
         m = pattern.search(clause)
         if m is None or (fact == "max_model_len" and "enforce_eager" in found):
             continue
-        value = _NUMBER.match(clause[m.end():])
+        value = _NUMBER.match(clause[m.end() :])
         turn = "raise" if up and not down else "lower" if down and not up else None
         if value is not None and (turn is None or value.group(1).lower() in ("auto", "-1")):
             turn = _turn(fact, value, facts)
@@ -375,14 +417,18 @@ def _turn(fact: str, value: re.Match[str], facts: dict[str, Any]) -> str | None:
 # ---- diagnosis ---------------------------------------------------------------------------
 
 
-def check_ticket(text: str, *, rules: Sequence[Rule] | None = None, lang: str | None = None,
-                 where: str = "<ticket>") -> TicketResult:
+def check_ticket(
+    text: str,
+    *,
+    rules: Sequence[Rule] | None = None,
+    lang: str | None = None,
+    where: str = "<ticket>",
+) -> TicketResult:
     """Diagnose every vLLM log in a ticket; the ticket text with its managed section updated."""
     ticket = parse_ticket(text, where=where)
     lang = lang or str(ticket.front_matter.get("lang") or "en")
     logs = find_logs(ticket, rules=rules, lang=lang, where=where)
-    checks = tuple(check for n, log in enumerate(logs, 1)
-                   for check in compare(n, log.report, ticket.stated))
+    checks = tuple(check for n, log in enumerate(logs, 1) for check in compare(n, log.report, ticket.stated))
     if not logs:
         return TicketResult(text, text, logs, checks)
     section = render_section(logs, checks, lang)
@@ -409,17 +455,22 @@ def _moved_check(check: Check, end: int, delta: int) -> Check:
     return dataclasses.replace(check, stated=dataclasses.replace(check.stated, line=line + delta))
 
 
-def find_logs(ticket: Ticket, *, rules: Sequence[Rule] | None, lang: str,
-              where: str) -> tuple[LogFinding, ...]:
-    reports = [(b, diagnose(b.text, rules=rules, lang=lang, name=f"{where}:{b.line}"))
-               for b in ticket.blocks]
+def find_logs(ticket: Ticket, *, rules: Sequence[Rule] | None, lang: str, where: str) -> tuple[LogFinding, ...]:
+    reports = [(b, diagnose(b.text, rules=rules, lang=lang, name=f"{where}:{b.line}")) for b in ticket.blocks]
     logs = [(b, r) for b, r in reports if is_log(r)]
-    smi = next((parse_smi_text(b.text) for b, r in reports if not is_log(r)
-                and parse_smi_text(b.text) is not None), None)
+    smi = next(
+        (parse_smi_text(b.text) for b, r in reports if not is_log(r) and parse_smi_text(b.text) is not None),
+        None,
+    )
     smi = smi or parse_smi_text("\n".join(text for _, text in ticket.prose))
     if smi is not None:  # a separate nvidia-smi paste speaks for logs that carry none
-        logs = [(b, diagnose(b.text, rules=rules, lang=lang, probe=smi, name=f"{where}:{b.line}")
-                 if r.probe is None else r) for b, r in logs]
+        logs = [
+            (
+                b,
+                diagnose(b.text, rules=rules, lang=lang, probe=smi, name=f"{where}:{b.line}") if r.probe is None else r,
+            )
+            for b, r in logs
+        ]
     return tuple(LogFinding(b, r) for b, r in logs)
 
 
@@ -431,8 +482,11 @@ def is_log(report: Report) -> bool:
 
 def compare(log: int, report: Report, stated: Sequence[Stated]) -> list[Check]:
     primary = report.diagnoses[0]
-    return [_check(log, report.verdict, primary, s, action)
-            for s in stated for action in stated_actions(s.text, report.facts)]
+    return [
+        _check(log, report.verdict, primary, s, action)
+        for s in stated
+        for action in stated_actions(s.text, report.facts)
+    ]
 
 
 def _check(log: int, verdict: str, d: Diagnosis, stated: Stated, action: str) -> Check:
@@ -441,8 +495,15 @@ def _check(log: int, verdict: str, d: Diagnosis, stated: Stated, action: str) ->
     if avoid is not None:
         return Check(log, stated, action, verdict, False, True, avoid.why)
     if first is not None and OPPOSITE.get(action) == first.action:
-        return Check(log, stated, action, verdict, False, True,
-                     f"the diagnosis says `{first.action}` first: {first.text}")
+        return Check(
+            log,
+            stated,
+            action,
+            verdict,
+            False,
+            True,
+            f"the diagnosis says `{first.action}` first: {first.text}",
+        )
     agrees = any(r.action == action for r in d.remedies)
     return Check(log, stated, action, verdict, agrees, False, "")
 
@@ -482,15 +543,15 @@ def render_section(logs: Sequence[LogFinding], checks: Sequence[Check], lang: st
         out += render_markdown(records).rstrip("\n").split("\n")
     if checks:
         out += ["", f"#### {w['stated']}", ""]
-        out += [f"- “{c.stated.text}” ({c.stated.where}) → `{c.action}`: {_outcome(c, w)}"
-                for c in checks]
+        out += [f"- “{c.stated.text}” ({c.stated.where}) → `{c.action}`: {_outcome(c, w)}" for c in checks]
     return out + [END]
 
 
 def _ticket_lines(records: dict[str, Any], offset: int) -> dict[str, Any]:
     """Evidence line numbers of a block -> line numbers in the ticket file."""
-    diagnoses = [{**d, "evidence": [{**e, "line": e["line"] + offset} for e in d["evidence"]]}
-                 for d in records["diagnoses"]]
+    diagnoses = [
+        {**d, "evidence": [{**e, "line": e["line"] + offset} for e in d["evidence"]]} for d in records["diagnoses"]
+    ]
     return {**records, "diagnoses": diagnoses}
 
 
@@ -513,9 +574,9 @@ def _with_section(ticket: Ticket, section: list[str]) -> str:
     rendered = [line + newline for line in section]
     if ticket.managed is not None:
         begin, end = ticket.managed
-        tail = lines[end][len(lines[end].rstrip("\r\n")):] or newline
+        tail = lines[end][len(lines[end].rstrip("\r\n")) :] or newline
         rendered[-1] = section[-1] + tail
-        return "".join(lines[:begin] + rendered + lines[end + 1:])
+        return "".join(lines[:begin] + rendered + lines[end + 1 :])
     if lines and not lines[-1].endswith(("\n", "\r")):
         lines[-1] += newline
     if lines and lines[-1].strip():

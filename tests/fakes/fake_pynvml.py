@@ -155,9 +155,7 @@ class FakeNvml:
         free = total - used - reserved
         if version is None:  # v1: "used" includes what the driver reserved
             return SimpleNamespace(total=total, free=free, used=used + reserved)
-        return SimpleNamespace(
-            version=version, total=total, reserved=reserved, free=free, used=used
-        )
+        return SimpleNamespace(version=version, total=total, reserved=reserved, free=free, used=used)
 
     def nvmlDeviceGetAddressingMode(self, handle: FakeGpu) -> int:
         return NVML_DEVICE_ADDRESSING_MODE_ATS if handle.addressing_ats else 0

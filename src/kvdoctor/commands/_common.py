@@ -11,8 +11,13 @@ from kvdoctor.lines import InputError, iter_sparse_lines, open_source
 
 
 def add_input(parser: argparse.ArgumentParser, *, many: bool = False) -> None:
-    parser.add_argument("files", nargs="*" if many else "?", default=["-"] if many else "-",
-                        metavar="FILE", help="log file(s); '-' or nothing reads stdin; .gz is read as gzip")
+    parser.add_argument(
+        "files",
+        nargs="*" if many else "?",
+        default=["-"] if many else "-",
+        metavar="FILE",
+        help="log file(s); '-' or nothing reads stdin; .gz is read as gzip",
+    )
 
 
 def raw_lines(path: str):  # type: ignore[no-untyped-def]

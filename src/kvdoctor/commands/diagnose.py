@@ -17,13 +17,26 @@ from kvdoctor.rules import RuleLoadError, rules_for
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_input(parser, many=True)
     parser.add_argument("--format", choices=FORMATS, default="text")
-    parser.add_argument("--rules", action="append", default=[], metavar="DIR",
-                        help="extra rule directory (adds to or overrides built-in rules by id)")
+    parser.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="extra rule directory (adds to or overrides built-in rules by id)",
+    )
     parser.add_argument("--fail-on", choices=("error", "warning", "never"), default="error")
-    parser.add_argument("--lang", choices=("en", "zh"), default=None,
-                        help="language of the explanation (default: from the locale)")
+    parser.add_argument(
+        "--lang",
+        choices=("en", "zh"),
+        default=None,
+        help="language of the explanation (default: from the locale)",
+    )
     parser.add_argument("--probe", action="store_true", help="read the live GPU (NVML) and use it")
-    parser.add_argument("--probe-file", metavar="F", help="a saved `kvdoctor probe --format json` or nvidia-smi output")
+    parser.add_argument(
+        "--probe-file",
+        metavar="F",
+        help="a saved `kvdoctor probe --format json` or nvidia-smi output",
+    )
 
 
 def _probe(args: argparse.Namespace) -> Any:
@@ -57,8 +70,7 @@ def run(args: argparse.Namespace) -> int:
     color = use_color() and args.format == "text"
     for path in args.files:
         try:
-            report = diagnose(path if path == "-" else Path(path), rules=rules, probe=probe, lang=lang,
-                              name=path)
+            report = diagnose(path if path == "-" else Path(path), rules=rules, probe=probe, lang=lang, name=path)
         except InputError as exc:
             error(str(exc))
             return EXIT_USAGE

@@ -18,15 +18,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def as_records(analysis: Analysis) -> dict[str, Any]:
-    attempts = [{
-        "index": a.index, "start_line": a.start_line, "end_line": a.end_line,
-        "facts": {name: fact.value for name, fact in sorted(a.facts.items())},
-        "sources": {name: fact.as_record() for name, fact in sorted(a.facts.items())},
-        "ranks": list(a.ranks),
-    } for a in analysis.attempts]
-    return {"schema_version": 1, "source": analysis.source,
-            "facts": attempts[-1]["facts"] if attempts else {}, "attempts": attempts,
-            "notes": list(analysis.notes)}
+    attempts = [
+        {
+            "index": a.index,
+            "start_line": a.start_line,
+            "end_line": a.end_line,
+            "facts": {name: fact.value for name, fact in sorted(a.facts.items())},
+            "sources": {name: fact.as_record() for name, fact in sorted(a.facts.items())},
+            "ranks": list(a.ranks),
+        }
+        for a in analysis.attempts
+    ]
+    return {
+        "schema_version": 1,
+        "source": analysis.source,
+        "facts": attempts[-1]["facts"] if attempts else {},
+        "attempts": attempts,
+        "notes": list(analysis.notes),
+    }
 
 
 def _text(records: dict[str, Any]) -> str:

@@ -45,24 +45,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     gpu.add_argument("--gpu", help="catalog GPU name (h100, a100-40gb, rtx-4090, l4, ...)")
     gpu.add_argument("--gpu-memory", help="total GPU memory as vLLM sees it, e.g. 80GiB or 23.58")
     gpu.add_argument("--probe", action="store_true", help="read the live GPU through NVML")
-    parser.add_argument(
-        "--gpu-memory-utilization", type=float, help="fraction of total memory (default by version)"
-    )
+    parser.add_argument("--gpu-memory-utilization", type=float, help="fraction of total memory (default by version)")
     parser.add_argument("--max-model-len", type=int, help="context length (default: the model's)")
     parser.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
     parser.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1)
     parser.add_argument("--dtype", choices=("auto", "bfloat16", "float16", "float32"), default=None)
     parser.add_argument("--kv-cache-dtype", choices=KV_DTYPES, default="auto")
-    parser.add_argument(
-        "--quantization", help="awq, gptq, fp8, bitsandbytes, mxfp4, gguf-q4_k, ..."
-    )
+    parser.add_argument("--quantization", help="awq, gptq, fp8, bitsandbytes, mxfp4, gguf-q4_k, ...")
     parser.add_argument("--max-num-seqs", type=int)
     parser.add_argument("--max-num-batched-tokens", type=int)
     parser.add_argument("--enforce-eager", action="store_true")
     parser.add_argument("--vllm-version", help="vLLM version to plan for (default: newest known)")
-    parser.add_argument(
-        "--activation-gib", type=float, help="activation peak, e.g. from a previous log"
-    )
+    parser.add_argument("--activation-gib", type=float, help="activation peak, e.g. from a previous log")
     parser.add_argument("--format", choices=("text", "json"), default="text")
 
 
@@ -109,8 +103,7 @@ def _gpu(args: argparse.Namespace) -> tuple[float, float | None, str]:
     entry = find_gpu(args.gpu)
     if entry is None:
         raise UsageError(
-            f"unknown GPU {args.gpu!r}; close names: {', '.join(suggest_gpus(args.gpu))}"
-            " (or give --gpu-memory 80GiB)"
+            f"unknown GPU {args.gpu!r}; close names: {', '.join(suggest_gpus(args.gpu))} (or give --gpu-memory 80GiB)"
         )
     return entry.total_gib, None, entry.name
 
@@ -237,15 +230,12 @@ def render_text(plan: Plan) -> str:
     out = StringIO()
     con = Console(file=out, width=100, color_system=None, highlight=False, soft_wrap=True)
     lo, hi = rec["uncertainty"]["kv_cache_gib"]
-    graphs_where = (
-        "in the budget" if b.cuda_graph_gib else "captured after sizing, outside the budget"
-    )
+    graphs_where = "in the budget" if b.cuda_graph_gib else "captured after sizing, outside the budget"
     lines = [
         f"{rec['model']} on {rec['gpu']} (total {b.total_gib:.2f} GiB), "
         f"TP={rec['tensor_parallel_size']}, vLLM {plan.version}",
         f"era     {plan.era.describes}",
-        f"budget  {plan.utilization:.2f} x {b.total_gib:.2f} = {b.requested_gib:.2f} GiB  "
-        + _bar(plan),
+        f"budget  {plan.utilization:.2f} x {b.total_gib:.2f} = {b.requested_gib:.2f} GiB  " + _bar(plan),
         "        W weights, A activation peak, N non-torch, G CUDA graphs, K KV cache",
         _row("weights", b.weights_gib, plan.weights.basis),
         _row("activation peak", b.activation_gib, plan.activation.basis),

@@ -85,9 +85,7 @@ class PreflightResult:
         }
 
 
-def check_ready(
-    snapshot: Snapshot, util: float, *, required_gib: float | None = None
-) -> PreflightResult:
+def check_ready(snapshot: Snapshot, util: float, *, required_gib: float | None = None) -> PreflightResult:
     """Whether every visible GPU has ``free >= util × total`` (and, when ``required_gib`` is
     given, whether that budget holds the model)."""
     if not snapshot.available:
@@ -129,9 +127,7 @@ def wait_until_ready(
 
 def _check(snapshot: Snapshot, device: Device, util: float) -> DeviceCheck:
     holders = sorted(snapshot.processes_on(device), key=lambda p: -(p.used_gib or 0.0))
-    return DeviceCheck(
-        device, util * (device.total_gib or 0.0), device.free_gib or 0.0, tuple(holders)
-    )
+    return DeviceCheck(device, util * (device.total_gib or 0.0), device.free_gib or 0.0, tuple(holders))
 
 
 def _verdict(
@@ -231,9 +227,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="CUDA_VISIBLE_DEVICES of the server (default: this shell's)",
     )
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument(
-        "--model", help="also check the budget holds this model (catalog name or config.json)"
-    )
+    parser.add_argument("--model", help="also check the budget holds this model (catalog name or config.json)")
     parser.add_argument("--max-model-len", type=int, help="with --model: the context length")
     parser.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
 
@@ -296,9 +290,7 @@ def _required_gib(args: argparse.Namespace, probe: GpuProbe) -> float | None:
         catalog: Any = importlib.import_module("kvdoctor.catalog")
         kvplan: Any = importlib.import_module("kvdoctor.kvmath_plan")
     except ImportError:
-        raise _Usage(
-            "--model needs kvdoctor.kvmath, which this install lacks; drop --model"
-        ) from None
+        raise _Usage("--model needs kvdoctor.kvmath, which this install lacks; drop --model") from None
     devices = [d for d in probe.snapshot().visible_devices() if d.total_gib]
     if not devices:
         return None  # check_ready reports the missing GPU itself
@@ -333,10 +325,7 @@ def render_text(result: PreflightResult) -> str:
         Readiness.UNAVAILABLE: "UNAVAILABLE",
     }[result.readiness]
     when = f", {snap.taken_at}" if snap.taken_at else ""
-    lines = [
-        f"preflight: {head} for --gpu-memory-utilization {result.util:.2f} "
-        f"(probe: {snap.source.value}{when})"
-    ]
+    lines = [f"preflight: {head} for --gpu-memory-utilization {result.util:.2f} (probe: {snap.source.value}{when})"]
     for c in result.checks:
         margin = abs(c.margin_gib)
         verdict = f"ok, margin {margin:.2f} GiB" if c.ok else f"short by {margin:.2f} GiB"

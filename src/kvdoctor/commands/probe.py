@@ -33,9 +33,7 @@ def what_to_do(reason: str) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument(
-        "--devices", metavar="LIST", help="CUDA_VISIBLE_DEVICES to map (default: this shell's)"
-    )
+    parser.add_argument("--devices", metavar="LIST", help="CUDA_VISIBLE_DEVICES to map (default: this shell's)")
     parser.add_argument(
         "--probe-file",
         metavar="F",

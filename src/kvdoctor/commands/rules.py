@@ -12,8 +12,7 @@ from kvdoctor.rules import Rule, RuleLoadError, builtin_rules_dir, load_rules
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("list", "lint", "test"))
-    parser.add_argument("dirs", nargs="*", metavar="DIR",
-                        help="rule directories (default: the built-in rules)")
+    parser.add_argument("dirs", nargs="*", metavar="DIR", help="rule directories (default: the built-in rules)")
 
 
 def _load(dirs: list[str]) -> list[Rule] | None:

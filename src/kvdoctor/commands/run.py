@@ -42,18 +42,41 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser)
-    parser.add_argument("--preflight", action="store_true",
-                        help="check free GPU memory >= utilization × total before launching")
-    parser.add_argument("--wait", type=float, default=None, metavar="S",
-                        help="with preflight (implied): wait up to S seconds for the GPUs to free")
-    parser.add_argument("--interval", type=float, default=2.0, metavar="S",
-                        help="seconds between probes while waiting (default 2)")
-    parser.add_argument("--probe-file", metavar="F",
-                        help="preflight from a saved probe JSON or nvidia-smi text, not NVML")
-    parser.add_argument("--require-gpu", action="store_true",
-                        help="implies --preflight; exit 2, not launching, if the GPU is unreadable")
-    parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
-                        help="the command to run, e.g. -- vllm serve MODEL --max-model-len 8192")
+    parser.add_argument(
+        "--preflight",
+        action="store_true",
+        help="check free GPU memory >= utilization × total before launching",
+    )
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=None,
+        metavar="S",
+        help="with preflight (implied): wait up to S seconds for the GPUs to free",
+    )
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=2.0,
+        metavar="S",
+        help="seconds between probes while waiting (default 2)",
+    )
+    parser.add_argument(
+        "--probe-file",
+        metavar="F",
+        help="preflight from a saved probe JSON or nvidia-smi text, not NVML",
+    )
+    parser.add_argument(
+        "--require-gpu",
+        action="store_true",
+        help="implies --preflight; exit 2, not launching, if the GPU is unreadable",
+    )
+    parser.add_argument(
+        "argv",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND ARGS",
+        help="the command to run, e.g. -- vllm serve MODEL --max-model-len 8192",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,11 +107,9 @@ def run(args: argparse.Namespace) -> int:
 def _launch(argv: list[str], live: LiveDiagnoser, announce: Announcer) -> int:
     with _Forwarder() as forwarder:  # installed first: a Ctrl-C during start-up is forwarded too
         try:
-            child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+            child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         except OSError as exc:
-            error(f"run: cannot start {argv[0]!r} ({exc.strerror or exc}); "
-                  "check it is installed and on PATH")
+            error(f"run: cannot start {argv[0]!r} ({exc.strerror or exc}); check it is installed and on PATH")
             return EXIT_USAGE
         assert child.stdout is not None  # stdout=PIPE guarantees it
         forwarder.attach(child.pid)
@@ -142,8 +163,7 @@ def _emitter(sink: ReportSink, argv: Sequence[str]) -> Callable[[Report], None]:
 
 
 def _suggest(why: str, argv: Sequence[str]) -> None:
-    print(f"kvdoctor: corrected command ({why}):\n  {shlex.join(argv)}",
-          file=sys.stderr, flush=True)
+    print(f"kvdoctor: corrected command ({why}):\n  {shlex.join(argv)}", file=sys.stderr, flush=True)
 
 
 # ---- preflight ---------------------------------------------------------------------------
@@ -153,15 +173,22 @@ def _preflight(args: argparse.Namespace, argv: list[str]) -> tuple[int | None, S
     """(exit code when not launching, else None; the snapshot to diagnose with, if any)."""
     util = float(parse_vllm_argv(argv).get("gpu_memory_utilization", DEFAULT_UTILIZATION))
     try:
-        result = wait_until_ready(_probe(args), util, timeout_s=args.wait or 0.0,
-                                  interval_s=args.interval, on_poll=_waiting)
+        result = wait_until_ready(
+            _probe(args),
+            util,
+            timeout_s=args.wait or 0.0,
+            interval_s=args.interval,
+            on_poll=_waiting,
+        )
     except ProbeError as exc:
         error(f"run: preflight: {exc}")
         return EXIT_USAGE, None
     if result.readiness is Readiness.UNAVAILABLE:
         if args.require_gpu:
-            error(f"run: preflight: GPU unavailable ({result.reason}); not launching because of "
-                  "--require-gpu; drop it to launch without the check")
+            error(
+                f"run: preflight: GPU unavailable ({result.reason}); not launching because of "
+                "--require-gpu; drop it to launch without the check"
+            )
             return EXIT_USAGE, None
         error(f"run: preflight: GPU unavailable ({result.reason}); launching without the check")
         return None, None
@@ -177,8 +204,7 @@ def _not_ready(result: PreflightResult, argv: list[str], waited: float | None) -
         spec = ACTION_FLAGS["lower_gpu_memory_utilization"]
         _suggest("lower_gpu_memory_utilization", apply_flag(argv, spec, f"{result.max_util_now:g}"))
     hint = "wait longer with --wait S" if waited else "pass --wait S to wait for it"
-    error(f"run: preflight: not launching, the GPU is not free enough; free it, {hint}, "
-          "or drop --preflight")
+    error(f"run: preflight: not launching, the GPU is not free enough; free it, {hint}, or drop --preflight")
     return EXIT_FINDING
 
 

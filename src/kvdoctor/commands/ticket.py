@@ -19,12 +19,24 @@ from kvdoctor.ticket import TicketError, TicketResult, check_ticket
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="markdown ticket(s)")
-    parser.add_argument("--check", action="store_true",
-                        help="change nothing; exit 1 if a file would change or contradicts itself")
-    parser.add_argument("--lang", choices=("en", "zh"), default=None,
-                        help="language of the section (default: front matter `lang:`, else en)")
-    parser.add_argument("--rules", action="append", default=[], metavar="DIR",
-                        help="extra rule directory (adds to or overrides built-in rules by id)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 if a file would change or contradicts itself",
+    )
+    parser.add_argument(
+        "--lang",
+        choices=("en", "zh"),
+        default=None,
+        help="language of the section (default: front matter `lang:`, else en)",
+    )
+    parser.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="extra rule directory (adds to or overrides built-in rules by id)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,8 +63,7 @@ def _one(path: str, rules: list[Rule], args: argparse.Namespace) -> int:
     if not result.changed:
         return EXIT_FINDING if args.check and result.contradictions else EXIT_OK
     if args.check:
-        print(f"{path}: the kvdoctor section is missing or out of date; "
-              f"run `kvdoctor ticket {path}`")
+        print(f"{path}: the kvdoctor section is missing or out of date; run `kvdoctor ticket {path}`")
         return EXIT_FINDING
     try:
         Path(path).write_bytes(result.text.encode("utf-8", "surrogateescape"))
@@ -66,5 +77,7 @@ def _one(path: str, rules: list[Rule], args: argparse.Namespace) -> int:
 
 def _say_contradictions(path: str, result: TicketResult) -> None:
     for c in result.contradictions:
-        print(f"{path}: stated remedy “{c.stated.text}” ({c.stated.where}, `{c.action}`) "
-              f"contradicts log {c.log} (`{c.verdict}`): {c.why}")
+        print(
+            f"{path}: stated remedy “{c.stated.text}” ({c.stated.where}, `{c.action}`) "
+            f"contradicts log {c.log} (`{c.verdict}`): {c.why}"
+        )

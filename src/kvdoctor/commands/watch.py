@@ -34,20 +34,40 @@ QUEUE_CHUNKS = 256  # back-pressure: at most this many unread chunks are held in
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     """Options shared by `watch` and `run`."""
-    parser.add_argument("--report", metavar="F",
-                        help="write diagnoses to F instead of stderr (F is truncated at start)")
-    parser.add_argument("--format", choices=FORMATS, default="text",
-                        help="format of each diagnosis; json writes one JSON object per line")
-    parser.add_argument("--lang", choices=("en", "zh"), default=None,
-                        help="language of the explanation (default: from the locale)")
-    parser.add_argument("--rules", action="append", default=[], metavar="DIR",
-                        help="extra rule directory (adds to or overrides built-in rules by id)")
+    parser.add_argument(
+        "--report",
+        metavar="F",
+        help="write diagnoses to F instead of stderr (F is truncated at start)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="format of each diagnosis; json writes one JSON object per line",
+    )
+    parser.add_argument(
+        "--lang",
+        choices=("en", "zh"),
+        default=None,
+        help="language of the explanation (default: from the locale)",
+    )
+    parser.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="extra rule directory (adds to or overrides built-in rules by id)",
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser)
-    parser.add_argument("--fail-on", choices=("error", "warning", "never"), default="error",
-                        help="exit 1 at EOF when the last attempt's diagnosis is this severe")
+    parser.add_argument(
+        "--fail-on",
+        choices=("error", "warning", "never"),
+        default="error",
+        help="exit 1 at EOF when the last attempt's diagnosis is this severe",
+    )
 
 
 # ---- the tee loop ------------------------------------------------------------------------
@@ -205,8 +225,10 @@ def open_sink(args: argparse.Namespace, lang: str, where: str) -> ReportSink | N
     try:
         return ReportSink(args.report, args.format, lang)
     except OSError as exc:
-        error(f"{where}: cannot write --report {args.report} ({exc.strerror or exc}); "
-              "check the directory exists and is writable")
+        error(
+            f"{where}: cannot write --report {args.report} ({exc.strerror or exc}); "
+            "check the directory exists and is writable"
+        )
         return None
 
 

@@ -62,17 +62,14 @@ def parse_snapshot_text(text: str, *, where: str = "<text>") -> Snapshot:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ProbeError(
-                f"{where}:{exc.lineno}: not valid JSON ({exc.msg}); "
-                "write it with `kvdoctor probe --format json`"
+                f"{where}:{exc.lineno}: not valid JSON ({exc.msg}); write it with `kvdoctor probe --format json`"
             ) from None
         if not isinstance(data, dict):
             raise ProbeError(f"{where}: expected a JSON object; write it with `kvdoctor probe`")
         try:
             return snapshot_from_dict(data)
         except ProbeError as exc:
-            raise ProbeError(
-                f"{where}: {exc}; write it with `kvdoctor probe --format json`"
-            ) from None
+            raise ProbeError(f"{where}: {exc}; write it with `kvdoctor probe --format json`") from None
     snap = parse_smi_text(text)
     if snap is None:
         raise ProbeError(

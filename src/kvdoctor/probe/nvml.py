@@ -137,16 +137,12 @@ class _Collected:
     notes: list[str] = field(default_factory=list)
 
 
-def _read_all(
-    nvml: Any, resolve: Callable[[int], str | None], visible: str | None, taken_at: str
-) -> Snapshot:
+def _read_all(nvml: Any, resolve: Callable[[int], str | None], visible: str | None, taken_at: str) -> Snapshot:
     driver = _text(_maybe(nvml, nvml.nvmlSystemGetDriverVersion))
     try:
         count = int(nvml.nvmlDeviceGetCount())
     except nvml.NVMLError as exc:
-        return Snapshot.unavailable(
-            UnavailableReason.NVML_ERROR, f"device count: {exc}", taken_at=taken_at
-        )
+        return Snapshot.unavailable(UnavailableReason.NVML_ERROR, f"device count: {exc}", taken_at=taken_at)
     if count == 0:
         return Snapshot.unavailable(
             UnavailableReason.NO_GPU, "the driver is loaded but reports no GPU", taken_at=taken_at
@@ -296,9 +292,7 @@ def _first_working(nvml: Any, names: tuple[str, ...], handle: Any) -> list[Any]:
     raise _NotReported("no process query this driver supports")
 
 
-def _resolve(
-    processes: list[Process], resolve: Callable[[int], str | None]
-) -> tuple[list[Process], list[str]]:
+def _resolve(processes: list[Process], resolve: Callable[[int], str | None]) -> tuple[list[Process], list[str]]:
     out = []
     for proc in processes:
         name = resolve(proc.pid)

@@ -26,9 +26,7 @@ from kvdoctor.probe.snapshot import (
 
 _HEADER = re.compile(r"NVIDIA-SMI\s+\S+\s+Driver Version:\s*(\S+)")
 _DATE = re.compile(r"^\w{3} \w{3} +\d{1,2} \d\d:\d\d:\d\d \d{4}$")
-_GPU_ROW = re.compile(
-    r"^\|\s*(\d+)\s+(.+?)\s+(?:On|Off|WDDM|TCC|N/A)\s*\|\s*[0-9A-Fa-f]+:[0-9A-Fa-f]+:"
-)
+_GPU_ROW = re.compile(r"^\|\s*(\d+)\s+(.+?)\s+(?:On|Off|WDDM|TCC|N/A)\s*\|\s*[0-9A-Fa-f]+:[0-9A-Fa-f]+:")
 _MEM = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
 _MIG_ROW = re.compile(r"^\|\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*\|\s*(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
 _TYPE = r"(C\+G|M\+C|C|G|M)"
@@ -291,9 +289,7 @@ class SmiReader:
             self._devices, self._migs = _table_devices(table), _mig_map(table)
 
 
-def _attach(
-    rows: list[_Row], devices: list[Device], migs: dict[tuple[int, int, int], int]
-) -> list[Process]:
+def _attach(rows: list[_Row], devices: list[Device], migs: dict[tuple[int, int, int], int]) -> list[Process]:
     by_uuid = {d.uuid: d.index for d in devices if d.uuid}
     out = []
     for row in rows:
@@ -375,9 +371,7 @@ def _table_devices(table: _Table) -> list[Device]:
         migs = [m for m in table.migs if m[0] == gpu.index]
         if not migs:
             free = None if gpu.total is None or gpu.used is None else gpu.total - gpu.used
-            devices.append(
-                Device(gpu.index, gpu.name, None, gpu.total, free, gpu.used, None, gpu.mig, gpu.uma)
-            )
+            devices.append(Device(gpu.index, gpu.name, None, gpu.total, free, gpu.used, None, gpu.mig, gpu.uma))
         for g, gi, ci, dev, used, total in migs:
             name = f"{gpu.name} MIG GI {gi} CI {ci}"
             devices.append(Device(g, name, None, total, total - used, used, None, True, False, dev))

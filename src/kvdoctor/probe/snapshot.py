@@ -131,8 +131,7 @@ class Snapshot:
         return tuple(
             p
             for p in self.processes
-            if p.device_index == device.index
-            and (device.mig_index is None or p.mig_index in (None, device.mig_index))
+            if p.device_index == device.index and (device.mig_index is None or p.mig_index in (None, device.mig_index))
         )
 
 
@@ -189,10 +188,7 @@ def _process_dict(p: Process) -> dict[str, Any]:
 def snapshot_from_dict(data: Mapping[str, Any]) -> Snapshot:
     """Inverse of :func:`snapshot_to_dict`; raises ProbeError naming the bad field."""
     if data.get("probe_schema_version") != SCHEMA_VERSION:
-        raise ProbeError(
-            f"probe_schema_version is {data.get('probe_schema_version')!r}, "
-            f"expected {SCHEMA_VERSION}"
-        )
+        raise ProbeError(f"probe_schema_version is {data.get('probe_schema_version')!r}, expected {SCHEMA_VERSION}")
     try:
         return Snapshot(
             status=_get(data, "status", str),

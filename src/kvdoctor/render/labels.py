@@ -3,12 +3,30 @@
 from __future__ import annotations
 
 LABELS: dict[str, dict[str, str]] = {
-    "en": {"verdict": "Verdict", "why": "Why", "do": "Do this, in order", "avoid": "Do NOT",
-           "evidence": "Evidence", "budget": "Memory budget", "attempt": "attempt", "notes": "Notes",
-           "also": "Also considered", "none": "No vLLM start-up found in this input."},
-    "zh": {"verdict": "结论", "why": "原因", "do": "按顺序这样做", "avoid": "不要这样做",
-           "evidence": "证据", "budget": "显存预算", "attempt": "启动尝试", "notes": "备注",
-           "also": "其他可能", "none": "输入中没有找到 vLLM 启动日志。"},
+    "en": {
+        "verdict": "Verdict",
+        "why": "Why",
+        "do": "Do this, in order",
+        "avoid": "Do NOT",
+        "evidence": "Evidence",
+        "budget": "Memory budget",
+        "attempt": "attempt",
+        "notes": "Notes",
+        "also": "Also considered",
+        "none": "No vLLM start-up found in this input.",
+    },
+    "zh": {
+        "verdict": "结论",
+        "why": "原因",
+        "do": "按顺序这样做",
+        "avoid": "不要这样做",
+        "evidence": "证据",
+        "budget": "显存预算",
+        "attempt": "启动尝试",
+        "notes": "备注",
+        "also": "其他可能",
+        "none": "输入中没有找到 vLLM 启动日志。",
+    },
 }
 
 

@@ -15,15 +15,20 @@ def render_markdown(records: dict[str, Any]) -> str:
     lang = records.get("lang", "en")
     out: list[str] = []
     diagnoses = records["diagnoses"]
-    out.append(f"**{label(lang, 'verdict')}: `{records['verdict']}`**" + (
-        f" — {diagnoses[0]['title']}" if diagnoses else ""))
+    out.append(
+        f"**{label(lang, 'verdict')}: `{records['verdict']}`**" + (f" — {diagnoses[0]['title']}" if diagnoses else "")
+    )
     if not diagnoses:
         out.append("")
         out.append(label(lang, "none") if records["verdict"] == "unknown" else "")
-    for i, d in enumerate(diagnoses[:1]):
+    for d in diagnoses[:1]:
         meta = ", ".join(f"{k}: `{d[k]}`" for k in ("cause", "phase") if d.get(k))
-        out += ["", f"_{d['rule']}_ ({d['severity']}, {d['confidence']} confidence{', ' + meta if meta else ''})",
-                "", d["explanation"]]
+        out += [
+            "",
+            f"_{d['rule']}_ ({d['severity']}, {d['confidence']} confidence{', ' + meta if meta else ''})",
+            "",
+            d["explanation"],
+        ]
         if d["remedies"]:
             out += ["", f"**{label(lang, 'do')}:**", ""]
             out += [f"{n}. `{r['action']}`{_value(r['value'])}: {r['text']}" for n, r in enumerate(d["remedies"], 1)]
@@ -36,7 +41,10 @@ def render_markdown(records: dict[str, Any]) -> str:
             out += ["```"]
     others = diagnoses[1:]
     if others:
-        out += ["", f"**{label(lang, 'also')}:** " + ", ".join(f"`{d['rule']}` ({d['class']})" for d in others)]
+        out += [
+            "",
+            f"**{label(lang, 'also')}:** " + ", ".join(f"`{d['rule']}` ({d['class']})" for d in others),
+        ]
     if records.get("notes"):
         out += ["", f"**{label(lang, 'notes')}:**", ""] + [f"- {n}" for n in records["notes"]]
     return "\n".join(line for line in out if line is not None).rstrip() + "\n"

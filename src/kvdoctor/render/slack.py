@@ -137,10 +137,7 @@ def _meta(d: dict[str, Any]) -> str:
 def _diagnosis_blocks(d: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     blocks = [_context(_meta(d)), *_sections(f"*{label(lang, 'why')}:* {esc(d['explanation'])}")]
     if d.get("remedies"):
-        lines = [
-            f"{n}. `{r['action']}`{_value(r['value'])}: {esc(r['text'])}"
-            for n, r in enumerate(d["remedies"], 1)
-        ]
+        lines = [f"{n}. `{r['action']}`{_value(r['value'])}: {esc(r['text'])}" for n, r in enumerate(d["remedies"], 1)]
         blocks += _sections(f"*{label(lang, 'do')}:*\n" + "\n".join(lines))
     if d.get("avoid"):
         lines = [f"• `{a['action']}`: {esc(a['why'])}" for a in d["avoid"]]
@@ -185,12 +182,7 @@ def _tail_blocks(records: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     others = (records.get("diagnoses") or [])[1:]
     if others:
-        out.append(
-            _context(
-                f"*{label(lang, 'also')}:* "
-                + ", ".join(f"`{d['rule']}` ({d['class']})" for d in others)
-            )
-        )
+        out.append(_context(f"*{label(lang, 'also')}:* " + ", ".join(f"`{d['rule']}` ({d['class']})" for d in others)))
     notes = records.get("notes") or []
     if notes:
         out.append(_context(f"*{label(lang, 'notes')}:* " + " / ".join(esc(n) for n in notes)))
@@ -212,9 +204,7 @@ def render_blocks(records: dict[str, Any], *, lang: str | None = None) -> SlackM
     if primary is not None and primary.get("evidence"):
         full = evidence_lines(primary)
         block_room = MAX_BLOCKS - RESERVED_BLOCKS - len(blocks) - len(tail) - 2
-        room = min(
-            MESSAGE_BUDGET - _size(blocks) - _size(tail), max(block_room, 0) * (MAX_SECTION - 6)
-        )
+        room = min(MESSAGE_BUDGET - _size(blocks) - _size(tail), max(block_room, 0) * (MAX_SECTION - 6))
         ev_blocks, cut = _evidence_blocks(full, lang, max(room, 0))
         blocks += ev_blocks
         overflow = "\n".join(full) if cut else None
@@ -244,9 +234,7 @@ def overflow_messages(overflow: str, lang: str, *, per_message: int = 4) -> list
     out = []
     for start in range(0, len(chunks), per_message):
         part = chunks[start : start + per_message]
-        blocks = [_section(f"*{label(lang, 'evidence')}:*")] + [
-            _section(f"```{c}```") for c in part
-        ]
+        blocks = [_section(f"*{label(lang, 'evidence')}:*")] + [_section(f"```{c}```") for c in part]
         out.append(SlackMessage(tuple(blocks), f"kvdoctor {label(lang, 'evidence')}"))
     return out
 
@@ -289,8 +277,7 @@ def _slim(d: Mapping[str, Any], evidence_lines: int) -> dict[str, Any]:
         )
     }
     out["evidence"] = [
-        {"line": e["line"], "text": e["text"][:EVIDENCE_LINE_CHARS]}
-        for e in (d.get("evidence") or [])[:evidence_lines]
+        {"line": e["line"], "text": e["text"][:EVIDENCE_LINE_CHARS]} for e in (d.get("evidence") or [])[:evidence_lines]
     ]
     return out
 

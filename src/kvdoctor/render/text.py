@@ -54,8 +54,15 @@ def budget_bar(facts: dict[str, Any], width: int = 60) -> Text | None:
 
 def render_text(report: Report, *, color: bool = False, width: int = 100) -> str:
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width, color_system="standard" if color else None,
-                      force_terminal=color, no_color=not color, highlight=False, soft_wrap=False)
+    console = Console(
+        file=buffer,
+        width=width,
+        color_system="standard" if color else None,
+        force_terminal=color,
+        no_color=not color,
+        highlight=False,
+        soft_wrap=False,
+    )
     records = report.as_records()
     lang = report.lang
     diagnoses = records["diagnoses"]
@@ -63,8 +70,10 @@ def render_text(report: Report, *, color: bool = False, width: int = 100) -> str
     title = diagnoses[0]["title"] if diagnoses else label(lang, "none")
     console.print(Text.assemble((f"{label(lang, 'verdict')}: {records['verdict']}", style), "  ", title))
     if len(report.attempts) > 1:
-        console.print(f"[dim]{len(report.attempts)} start-up attempts in {escape(records['source'])}; "
-                      f"showing the last (lines {report.attempts[-1].start_line}–{report.attempts[-1].end_line})[/]")
+        console.print(
+            f"[dim]{len(report.attempts)} start-up attempts in {escape(records['source'])}; "
+            f"showing the last (lines {report.attempts[-1].start_line}–{report.attempts[-1].end_line})[/]"
+        )
     if diagnoses:
         _diagnosis(console, diagnoses[0], lang)
     bar = budget_bar(records["facts"], width=min(60, width - 30))
@@ -72,8 +81,9 @@ def render_text(report: Report, *, color: bool = False, width: int = 100) -> str
         console.print(f"\n[bold]{label(lang, 'budget')}[/]")
         console.print(bar)
     if len(diagnoses) > 1:
-        console.print(f"\n[dim]{label(lang, 'also')}: " + ", ".join(
-            f"{d['rule']} ({d['class']})" for d in diagnoses[1:]) + "[/]")
+        console.print(
+            f"\n[dim]{label(lang, 'also')}: " + ", ".join(f"{d['rule']} ({d['class']})" for d in diagnoses[1:]) + "[/]"
+        )
     for note in records["notes"]:
         console.print(f"[dim]note: {escape(note)}[/]")
     return buffer.getvalue()
@@ -81,8 +91,9 @@ def render_text(report: Report, *, color: bool = False, width: int = 100) -> str
 
 def _diagnosis(console: Console, d: dict[str, Any], lang: str) -> None:
     meta = " ".join(f"{k}={d[k]}" for k in ("cause", "phase") if d.get(k))
-    console.print(f"[dim]rule {d['rule']} · {d['severity']} · {d['confidence']} confidence"
-                  f"{' · ' + meta if meta else ''}[/]")
+    console.print(
+        f"[dim]rule {d['rule']} · {d['severity']} · {d['confidence']} confidence{' · ' + meta if meta else ''}[/]"
+    )
     console.print(f"\n[bold]{label(lang, 'why')}[/]\n{escape(d['explanation'])}")
     if d["remedies"]:
         console.print(f"\n[bold]{label(lang, 'do')}[/]")

@@ -166,14 +166,11 @@ def inflate(body: bytes, limit: int) -> bytes:
             while chunk := stream.read(65536):
                 out.write(chunk)
                 if out.tell() > limit:
-                    raise HttpError(
-                        413, f"request: gzip body inflates past {limit} bytes; send fewer lines"
-                    )
+                    raise HttpError(413, f"request: gzip body inflates past {limit} bytes; send fewer lines")
     except (OSError, EOFError, zlib.error):
         raise HttpError(
             400,
-            "request: body starts like gzip but is not valid gzip; "
-            "send plain text or a complete .gz",
+            "request: body starts like gzip but is not valid gzip; send plain text or a complete .gz",
         ) from None
     return out.getvalue()
 
@@ -182,9 +179,7 @@ def _lang(value: Any, default: str) -> str:
     if value in (None, ""):
         return default
     if value not in LANGS:
-        raise HttpError(
-            400, f"request: lang {value!r} is not supported; use one of {', '.join(LANGS)}"
-        )
+        raise HttpError(400, f"request: lang {value!r} is not supported; use one of {', '.join(LANGS)}")
     return str(value)
 
 
@@ -200,12 +195,8 @@ def _probe_from(value: Any) -> Any:
             text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
             return parse_snapshot_text(text, where="probe")
     except ProbeError as exc:
-        raise HttpError(
-            400, f"request: probe: {exc}; send what `kvdoctor probe --format json` writes"
-        ) from None
-    raise HttpError(
-        400, "request: probe must be an object; send what `kvdoctor probe --format json` writes"
-    )
+        raise HttpError(400, f"request: probe: {exc}; send what `kvdoctor probe --format json` writes") from None
+    raise HttpError(400, "request: probe must be an object; send what `kvdoctor probe --format json` writes")
 
 
 def parse_diagnose_request(content_type: str, body: bytes, query: str) -> DiagnoseRequest:
@@ -225,9 +216,7 @@ def _from_json(body: bytes, lang: str, name: str) -> DiagnoseRequest:
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise HttpError(
-            400, f'request: body is not valid JSON ({exc}); send {{"log": "...", "lang": "en"}}'
-        ) from None
+        raise HttpError(400, f'request: body is not valid JSON ({exc}); send {{"log": "...", "lang": "en"}}') from None
     if not isinstance(data, dict) or not isinstance(data.get("log"), str):
         raise HttpError(400, 'request: JSON body needs a "log" string; send {"log": "..."}')
     return DiagnoseRequest(
@@ -260,16 +249,13 @@ def _from_multipart(content_type: str, body: bytes, lang: str, name: str) -> Dia
 
     config = {"MAX_MEMORY_FILE_SIZE": len(body) + 1, "MAX_BODY_SIZE": len(body) + 1}
     try:
-        parser = create_form_parser(
-            {"Content-Type": content_type.encode("latin-1")}, on_field, on_file, config
-        )
+        parser = create_form_parser({"Content-Type": content_type.encode("latin-1")}, on_field, on_file, config)
         parser.write(body)
         parser.finalize()
     except (FormParserError, ValueError) as exc:
         raise HttpError(
             400,
-            f"request: malformed multipart body ({exc}); send the log as a file "
-            "part (curl -F file=@vllm.log)",
+            f"request: malformed multipart body ({exc}); send the log as a file part (curl -F file=@vllm.log)",
         ) from None
     probe_raw = fields.get("probe") or next((d for n, _, d in files if n == "probe"), None)
     logs = [(fname, data) for n, fname, data in files if n != "probe"]
@@ -278,9 +264,7 @@ def _from_multipart(content_type: str, body: bytes, lang: str, name: str) -> Dia
     elif "log" in fields:
         log = fields["log"]
     else:
-        raise HttpError(
-            400, "request: multipart body has no file part; send curl -F file=@vllm.log"
-        )
+        raise HttpError(400, "request: multipart body has no file part; send curl -F file=@vllm.log")
     lang = _lang(fields["lang"].decode("latin-1") if "lang" in fields else None, lang)
     return DiagnoseRequest(log, lang, _probe_from(probe_raw), name[:200])
 
@@ -314,9 +298,7 @@ class KvdoctorApp:
 
     def __init__(self, config: ServerConfig, *, access_log: AccessLog | None = None) -> None:
         self.config = config
-        self.executor = ThreadPoolExecutor(
-            max_workers=config.threads, thread_name_prefix="diagnose"
-        )
+        self.executor = ThreadPoolExecutor(max_workers=config.threads, thread_name_prefix="diagnose")
         self.access_log = access_log or _log_json
         self.slack = None
         if config.slack is not None:
@@ -396,22 +378,17 @@ class KvdoctorApp:
         exchange.content = body
         return body
 
-    async def _diagnose(
-        self, scope: Scope, receive: Receive, send: Send, exchange: _Exchange
-    ) -> None:
+    async def _diagnose(self, scope: Scope, receive: Receive, send: Send, exchange: _Exchange) -> None:
         body = await self._body(scope, receive, exchange)
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
         request = parse_diagnose_request(header(scope, b"content-type") or "", body, query)
         log = inflate(request.log, self.config.max_body * GZIP_EXPANSION)
         try:
-            records = await self.diagnose_records(
-                log, request.lang, probe=request.probe, name=request.name
-            )
+            records = await self.diagnose_records(log, request.lang, probe=request.probe, name=request.name)
         except DiagnoseTimeout:
             raise HttpError(
                 504,
-                f"request: diagnosis took longer than {self.config.timeout_s:g} s; "
-                "send fewer lines or raise --timeout",
+                f"request: diagnosis took longer than {self.config.timeout_s:g} s; send fewer lines or raise --timeout",
             ) from None
         exchange.extra["verdict"] = records["verdict"]
         await send_response(send, 200, json_bytes(records))
@@ -428,9 +405,7 @@ class KvdoctorApp:
 
         loop = asyncio.get_running_loop()
         try:
-            return await asyncio.wait_for(
-                loop.run_in_executor(self.executor, work), self.config.timeout_s
-            )
+            return await asyncio.wait_for(loop.run_in_executor(self.executor, work), self.config.timeout_s)
         except asyncio.TimeoutError:
             raise DiagnoseTimeout from None
 
@@ -463,9 +438,7 @@ def _log_json(record: dict[str, Any]) -> None:
     ACCESS_LOGGER.info(json.dumps(record, ensure_ascii=False))
 
 
-def create_app(
-    config: ServerConfig | None = None, *, access_log: AccessLog | None = None
-) -> KvdoctorApp:
+def create_app(config: ServerConfig | None = None, *, access_log: AccessLog | None = None) -> KvdoctorApp:
     return KvdoctorApp(config or ServerConfig(), access_log=access_log)
 
 

@@ -91,9 +91,7 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
     return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
 
 
-def signature_problem(
-    secret: str, timestamp: str | None, signature: str | None, body: bytes, now: float
-) -> str | None:
+def signature_problem(secret: str, timestamp: str | None, signature: str | None, body: bytes, now: float) -> str | None:
     """Why a request is not from Slack, or None when it is."""
     if not timestamp or not signature:
         return "missing X-Slack-Request-Timestamp or X-Slack-Signature"
@@ -179,10 +177,7 @@ def parse_command(text: str) -> Command:
 
 
 def _headers(scope: Mapping[str, Any]) -> dict[str, str | Sequence[str]]:
-    return {
-        bytes(k).decode("latin-1").lower(): bytes(v).decode("latin-1")
-        for k, v in scope.get("headers", ())
-    }
+    return {bytes(k).decode("latin-1").lower(): bytes(v).decode("latin-1") for k, v in scope.get("headers", ())}
 
 
 def _one(headers: Mapping[str, str | Sequence[str]], name: str) -> str | None:
@@ -203,9 +198,7 @@ def _reply(
 class SlackEndpoint:
     """`POST /slack/events`: checks, then Bolt. Background work is tracked for graceful shutdown."""
 
-    def __init__(
-        self, config: SlackConfig, diagnose: DiagnoseFn, *, clock: Callable[[], float] = time.time
-    ) -> None:
+    def __init__(self, config: SlackConfig, diagnose: DiagnoseFn, *, clock: Callable[[], float] = time.time) -> None:
         self.config, self.diagnose, self.clock = config, diagnose, clock
         self.seen = SeenEvents()
         self.tasks: set[asyncio.Task[None]] = set()
@@ -227,22 +220,16 @@ class SlackEndpoint:
                 log={"slack": "bad_signature"},
             )
         if "x-slack-retry-num" in headers:  # the first delivery was (or is being) handled
-            return _reply(
-                200, {}, log={"slack": "retry_ignored"}, headers=((b"x-slack-no-retry", b"1"),)
-            )
+            return _reply(200, {}, log={"slack": "retry_ignored"}, headers=((b"x-slack-no-retry", b"1"),))
         event_id = _event_id(body, _one(headers, "content-type") or "")
         if event_id and not self.seen.first_time(event_id, self.clock()):
             return _reply(200, {}, log={"slack": "duplicate_event"})
         return await self._dispatch(body, headers, bytes(scope.get("query_string", b"")).decode())
 
-    async def _dispatch(
-        self, body: bytes, headers: dict[str, str | Sequence[str]], query: str
-    ) -> SlackReply:
+    async def _dispatch(self, body: bytes, headers: dict[str, str | Sequence[str]], query: str) -> SlackReply:
         from slack_bolt.request.async_request import AsyncBoltRequest
 
-        request = AsyncBoltRequest(
-            body=body.decode("utf-8", "replace"), query=query, headers=headers
-        )
+        request = AsyncBoltRequest(body=body.decode("utf-8", "replace"), query=query, headers=headers)
         response = await self.bolt.async_dispatch(request)
         content_type = (response.headers.get("content-type") or ["application/json"])[0]
         return SlackReply(
@@ -293,9 +280,7 @@ def build_bolt_app(endpoint: SlackEndpoint) -> Any:
     cfg = endpoint.config
     client = AsyncWebClient(token=cfg.bot_token, base_url=cfg.api_url)
     # Bolt checks the signature again (defence in depth); ours ran first and is the tested one.
-    app = AsyncApp(
-        signing_secret=cfg.signing_secret, token=cfg.bot_token, client=client, logger=LOG
-    )
+    app = AsyncApp(signing_secret=cfg.signing_secret, token=cfg.bot_token, client=client, logger=LOG)
     worker = SlackWorker(endpoint, client)
 
     async def on_command(ack: Any, command: dict[str, Any]) -> None:
@@ -400,9 +385,7 @@ class SlackWorker:
                 "elements": [
                     {
                         "type": "mrkdwn",
-                        "text": slack_text(lang, "shared_by").format(
-                            user=(body.get("user") or {}).get("id", "?")
-                        ),
+                        "text": slack_text(lang, "shared_by").format(user=(body.get("user") or {}).get("id", "?")),
                     }
                 ],
             }
