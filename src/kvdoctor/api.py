@@ -62,6 +62,26 @@ def _failure_line(attempt: Any) -> int | None:
     return min(lines) if lines else int(attempt.end_line)
 
 
+# (figure printed by vLLM, the catalog's estimate of the same thing, what it is)
+_ESTIMATED = (
+    ("weights_gib", "weights_gib_estimate", "weights per GPU"),
+    ("kv_cache_tokens", "kv_tokens_estimate", "KV cache tokens"),
+)
+
+
+def _estimate_notes(facts: dict[str, Any]) -> list[str]:
+    """The log wins over the arithmetic; say so when they disagree by more than 10%."""
+    notes = []
+    for logged, estimated, what in _ESTIMATED:
+        a, b = facts.get(logged), facts.get(estimated)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a > 0 and abs(a - b) / a > 0.10:
+            notes.append(
+                f"{what}: the log says {a:g}, the catalog estimate for {facts.get('model_catalog_id', 'the model')} "
+                f"is {b:g}; the log's figure is used"
+            )
+    return notes
+
+
 def _probe_notes(report_facts: dict[str, Any], diagnoses: tuple[Any, ...], live: bool) -> list[str]:
     """Say whether the probe confirms the verdict, and when it was taken."""
     if "gpu.status" not in report_facts:
@@ -132,6 +152,7 @@ def report_for(
                 f"nvidia-smi output found in the log (line {analysis.smi_lines[0]}); its figures are used as gpu.* facts"  # noqa: E501
             )
     if attempts:
+        notes.extend(_estimate_notes({k: v["value"] for k, v in attempts[-1].facts.items()}))
         notes.extend(
             _probe_notes(
                 attempts[-1].facts and {k: v["value"] for k, v in attempts[-1].facts.items()},

@@ -65,7 +65,7 @@ class _LazySmi:
         return [] if self._reader is None else list(self._reader.lines())
 
 
-def _smi_reader() -> Any:
+def smi_reader() -> Any:
     return _LazySmi()
 
 
@@ -106,6 +106,21 @@ def iter_events(lines: Iterable[Line], smi: Any = None, order: StampOrder | None
         if order is not None:
             order.feed(line)
         yield from extract(line)
+    snapshot = smi.result() if smi is not None else None
+    if snapshot is not None:  # a pasted nvidia-smi table or --query CSV, as one event at its first line
+        first = smi.lines()[0] if smi.lines() else 0
+        yield Event("nvidia_smi", first, "nvidia-smi output", _smi_fields(snapshot))
+
+
+def _smi_fields(snapshot: Any) -> dict[str, Any]:
+    devices = [
+        {"index": d.index, "name": d.name, "total_gib": d.total_gib, "used_gib": d.used_gib, "free_gib": d.free_gib}
+        for d in snapshot.devices
+    ]
+    processes = [
+        {"pid": p.pid, "name": p.name, "device": p.device_index, "used_gib": p.used_gib} for p in snapshot.processes
+    ]
+    return {"devices": devices, "processes": processes}
 
 
 def finish_attempt(attempt: Attempt) -> AttemptResult:
@@ -138,7 +153,7 @@ def analyse_events(
 
 
 def analyse_lines(source: str, raw_lines: Iterable[bytes | str | tuple[int, bytes]]) -> Analysis:
-    smi = _smi_reader()
+    smi = smi_reader()
     order = StampOrder()
     notes: list[str] = []
     events: list[Event] = []

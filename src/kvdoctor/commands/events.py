@@ -9,7 +9,7 @@ import sys
 from kvdoctor.commands._common import InputError, add_input, error, raw_lines
 from kvdoctor.exitcodes import EXIT_OK, EXIT_USAGE
 from kvdoctor.lines import normalise
-from kvdoctor.pipeline import iter_events
+from kvdoctor.pipeline import iter_events, smi_reader
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,10 +21,11 @@ def run(args: argparse.Namespace) -> int:
     kinds = set(args.kind or [])
     out = sys.stdout
     try:
-        for event in iter_events(normalise(raw_lines(args.files))):
+        for event in iter_events(normalise(raw_lines(args.files)), smi_reader()):
             if kinds and event.kind not in kinds:
                 continue
             out.write(json.dumps(event.as_record(), ensure_ascii=False) + "\n")
+            out.flush()  # events come out while the input still flows (a pipe is block-buffered)
     except InputError as exc:
         error(str(exc))
         return EXIT_USAGE
