@@ -14,28 +14,13 @@ from pathlib import Path
 
 import yaml
 
+from kvdoctor import facts as facts_module
 from kvdoctor.api import diagnose
 from kvdoctor.lines import iter_raw_lines, open_source
 from kvdoctor.pipeline import analyse_lines
 
 ROOT = Path(__file__).resolve().parents[1]
-FIGURES = (
-    "weights_gib",
-    "total_gpu_gib",
-    "gpu_memory_utilization",
-    "activation_peak_gib",
-    "non_torch_gib",
-    "cuda_graph_gib",
-    "kv_cache_gib",
-    "gpu_blocks",
-    "kv_cache_tokens",
-    "max_concurrency",
-    "max_model_len",
-    "max_tokens_in_kv_cache",
-    "estimated_max_model_len",
-    "free_gpu_gib_at_startup",
-    "requested_gib",
-)
+FIGURES = facts_module.FIGURES
 # remedy_primary label -> the action ids that satisfy it
 REMEDY = {
     "lower_max_model_len": {"lower_max_model_len", "max_model_len_auto"},

@@ -22,7 +22,7 @@ from kvdoctor.api import diagnose
 from kvdoctor.probe.smi import parse_smi_text
 from kvdoctor.render.markdown import render_markdown
 from kvdoctor.report import Diagnosis, Report
-from kvdoctor.rules import Rule
+from kvdoctor.rules import ACTIONS, Rule
 
 BEGIN = "<!-- kvdoctor:begin -->"
 END = "<!-- kvdoctor:end -->"
@@ -352,26 +352,12 @@ _LOWER = re.compile(
 )
 _CLAUSE = re.compile(r"[.;,](?=\s|$)|\band\b|\bthen\b", re.I)
 _NUMBER = re.compile(r"^[\s\"'`]*(?:(?:=|:|to|from\s+\S+\s+to)\s*)?[\"'`]?(-?\d+(?:\.\d+)?|auto)(k)?\b", re.I)
-ACTION_IDS = (  # ARCHITECTURE.md's remedy ids, plus the ticket-only ones in OPPOSITE
-    "raise_gpu_memory_utilization",
-    "lower_gpu_memory_utilization",
-    "free_gpu_memory",
-    "lower_max_model_len",
-    "max_model_len_auto",
-    "enforce_eager",
-    "reduce_max_num_seqs",
-    "reduce_max_num_batched_tokens",
-    "increase_tensor_parallel_size",
-    "use_quantized_checkpoint",
-    "kv_cache_dtype_fp8",
-    "set_kv_cache_memory_bytes",
-    "fix_environment",
-    "fix_config",
-    "upgrade_vllm",
+ACTION_IDS = (
+    *ACTIONS,
     "raise_max_model_len",
     "raise_max_num_seqs",
     "raise_max_num_batched_tokens",
-)
+)  # plus the ticket-only ones in OPPOSITE
 _IDS = re.compile(r"(?<![\w-])(?:" + "|".join(sorted(ACTION_IDS, key=len, reverse=True)) + r")(?![\w-])")
 
 

@@ -25,6 +25,22 @@ def raw_lines(path: str):  # type: ignore[no-untyped-def]
     return iter_sparse_lines(open_source(path))
 
 
+def add_rules_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="extra rule directory (adds to or overrides built-in rules by id)",
+    )
+
+
+def add_lang_argument(parser: argparse.ArgumentParser, default_help: str = "from the locale") -> None:
+    parser.add_argument(
+        "--lang", choices=("en", "zh"), default=None, help=f"language of the explanation (default: {default_help})"
+    )
+
+
 def error(message: str) -> None:
     print(f"kvdoctor: {message}", file=sys.stderr)
 
@@ -50,4 +66,13 @@ def use_color(stream: object = None) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
-__all__ = ["InputError", "add_input", "error", "pick_lang", "raw_lines", "use_color"]
+__all__ = [
+    "InputError",
+    "add_input",
+    "add_lang_argument",
+    "add_rules_argument",
+    "error",
+    "pick_lang",
+    "raw_lines",
+    "use_color",
+]

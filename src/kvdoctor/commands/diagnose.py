@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from kvdoctor.api import diagnose
-from kvdoctor.commands._common import InputError, add_input, error, pick_lang, use_color
+from kvdoctor.commands._common import (
+    InputError,
+    add_input,
+    add_lang_argument,
+    add_rules_argument,
+    error,
+    pick_lang,
+    use_color,
+)
 from kvdoctor.exitcodes import EXIT_USAGE
 from kvdoctor.render import FORMATS, render
 from kvdoctor.rules import RuleLoadError, rules_for
@@ -17,20 +25,9 @@ from kvdoctor.rules import RuleLoadError, rules_for
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_input(parser, many=True)
     parser.add_argument("--format", choices=FORMATS, default="text")
-    parser.add_argument(
-        "--rules",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="extra rule directory (adds to or overrides built-in rules by id)",
-    )
+    add_rules_argument(parser)
     parser.add_argument("--fail-on", choices=("error", "warning", "never"), default="error")
-    parser.add_argument(
-        "--lang",
-        choices=("en", "zh"),
-        default=None,
-        help="language of the explanation (default: from the locale)",
-    )
+    add_lang_argument(parser)
     parser.add_argument("--probe", action="store_true", help="read the live GPU (NVML) and use it")
     parser.add_argument(
         "--probe-file",

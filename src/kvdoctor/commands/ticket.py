@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kvdoctor.commands._common import error
+from kvdoctor.commands._common import add_lang_argument, add_rules_argument, error
 from kvdoctor.commands.watch import load_rules
 from kvdoctor.exitcodes import EXIT_FINDING, EXIT_OK, EXIT_USAGE
 from kvdoctor.rules import Rule
@@ -24,19 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="change nothing; exit 1 if a file would change or contradicts itself",
     )
-    parser.add_argument(
-        "--lang",
-        choices=("en", "zh"),
-        default=None,
-        help="language of the section (default: front matter `lang:`, else en)",
-    )
-    parser.add_argument(
-        "--rules",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="extra rule directory (adds to or overrides built-in rules by id)",
-    )
+    add_lang_argument(parser, "front matter `lang:`, else en")
+    add_rules_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from kvdoctor.commands._common import error, pick_lang, use_color
+from kvdoctor.commands._common import add_lang_argument, add_rules_argument, error, pick_lang, use_color
 from kvdoctor.exitcodes import EXIT_INTERRUPTED, EXIT_USAGE
 from kvdoctor.render import FORMATS, render
 from kvdoctor.report import Report
@@ -45,19 +45,8 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         default="text",
         help="format of each diagnosis; json writes one JSON object per line",
     )
-    parser.add_argument(
-        "--lang",
-        choices=("en", "zh"),
-        default=None,
-        help="language of the explanation (default: from the locale)",
-    )
-    parser.add_argument(
-        "--rules",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="extra rule directory (adds to or overrides built-in rules by id)",
-    )
+    add_lang_argument(parser)
+    add_rules_argument(parser)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
