@@ -28,8 +28,14 @@ def _lookup(facts: Facts) -> conditions.Lookup:
     return lookup
 
 
+_CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
+_CJK_GAP = re.compile(f"(?<=[{_CJK}])\\s+(?=[{_CJK}])")
+
+
 def pick(text: Text, lang: str) -> str:
-    return text.get(lang) or text.get("en") or next(iter(text.values()), "")
+    chosen = text.get(lang) or text.get("en") or next(iter(text.values()), "")
+    # YAML folding joins lines with a space; Chinese puts none between characters
+    return _CJK_GAP.sub("", chosen) if lang == "zh" else chosen
 
 
 _OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.S)

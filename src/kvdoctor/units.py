@@ -34,4 +34,4 @@ def size_gib(value: str, unit: str) -> float:
 def bytes_or_gib(text: str) -> float:
     """A bare figure that older vLLM prints in bytes and newer in GiB: large means bytes."""
     number = to_float(text)
-    return number / GIB if number > 1e5 else number
+    return round(number / GIB, 4) if number > 1e5 else number
