@@ -689,8 +689,11 @@ EXTRACTORS: tuple[Extractor, ...] = (
     ),
     # Python tracebacks: frames and the exception line
     Extractor("frame", ('File "',), _F(r'File "([^"]+)", line \d+, in (\S+)'), _frame),
-    # rich-style boxed tracebacks: "│ /path/tokenizer.py:36 in get_tokenizer   │"
-    Extractor("frame", ("│",), _F(r"│\s*(\S+\.py):\d+ in (\w+)"), _frame),
+    # rich-style boxed tracebacks, borders peeled or not: "│ /path/tokenizer.py:36 in get_tokenizer   │"
+    Extractor("frame", (".py:",), _F(r"^\s*(?:│\s*)?(\S+\.py):\d+ in (\w+)"), _frame),
+    # IPython/Jupyter: "File ~/.local/…/utils.py:785, in wait_for_engine_startup(" and
+    # "File [~/…/cache_engine.py:64](http://…), in CacheEngine._allocate_kv_cache(self, …)"
+    Extractor("frame", ("File ",), _F(r"File \[?~?([^\s\]]+\.py):\d+\]?(?:\([^)]*\))?, in ([\w.]+)"), _frame),
     Extractor(
         "traceback",
         ("Traceback (most recent call last)",),

@@ -15,6 +15,7 @@ from kvdoctor.lines import Line
 
 MAX_JOIN = 8
 MAX_COMMAND_JOIN = 64
+WRAP_WIDTH = 100  # a physical line at least this long that ends mid-token was cut by a terminal
 _EXC_START = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Interrupt)|AssertionError)\b:\s")
 # A line that starts a new record rather than continuing the message above it.
 _NEW_RECORD = re.compile(
@@ -22,18 +23,34 @@ _NEW_RECORD = re.compile(
     r"[\w.]+(?:Error|Exception|Interrupt)\b|INFO|WARNING|ERROR|DEBUG|\d{4}-\d\d-\d\d|"
     r"\d\d-\d\d |Process \S+:$|\S+:$|[+=-]{3})"
 )
+# Sentences vLLM prints on one line that pastes and log viewers split (corpus 075; the 0.26+
+# start-up summary split after "on startup.").
+_KNOWN_CONTINUATION = re.compile(
+    r"^\s*(?:Desired GPU memory utilization is|Actual usage (?:is|:)|Replace gpu_memory_utilization|"
+    r"Based on the available memory|the estimated maximum model length|Current kv cache memory)"
+)
+_WRAP_START = re.compile(r"^[a-z0-9_./)\]},'\"-]")
+
+
+def _terminal_wrap(previous: Line, line: Line) -> bool:
+    """The previous physical line was cut at the terminal width in the middle of a token."""
+    return len(previous.raw) >= WRAP_WIDTH and previous.raw[-1:].isalnum() and bool(_WRAP_START.match(line.raw))
 
 
 def _continues(previous: Line, line: Line, joined: int) -> bool:
     if line.origin.level is not None:
-        return False
+        return False  # a new vLLM record
     if previous.text.endswith("\\"):
         return joined < MAX_COMMAND_JOIN
-    if joined >= MAX_JOIN:
+    if joined >= MAX_JOIN or not line.text.strip():
         return False
+    if line.origin.proc is not None and line.origin.proc != previous.origin.proc:
+        return False
+    if _KNOWN_CONTINUATION.match(line.text):
+        return True
+    if _terminal_wrap(previous, line) and not _NEW_RECORD.match(line.text):
+        return True
     if not _EXC_START.match(previous.text):
-        return False
-    if line.origin != previous.origin and line.origin.proc != previous.origin.proc:
         return False
     if line.raw[:1] in (" ", "\t") or _NEW_RECORD.match(line.text):
         return False
@@ -41,8 +58,11 @@ def _continues(previous: Line, line: Line, joined: int) -> bool:
 
 
 def _join(previous: Line, line: Line) -> Line:
-    left = previous.text[:-1].rstrip() if previous.text.endswith("\\") else previous.text.rstrip()
-    return replace(previous, text=f"{left} {line.text.strip()}")
+    if previous.text.endswith("\\"):
+        return replace(previous, text=f"{previous.text[:-1].rstrip()} {line.text.strip()}", raw=line.raw)
+    glue = "" if _terminal_wrap(previous, line) else " "
+    return replace(previous, text=f"{previous.text.rstrip() if glue else previous.text.rstrip()}{glue}{line.text.strip()}",
+                   raw=line.raw)
 
 
 def join_lines(lines: Iterable[Line]) -> Iterator[Line]:

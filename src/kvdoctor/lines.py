@@ -10,6 +10,7 @@ line keeps its ORIGINAL 1-based number and what was peeled off.
 from __future__ import annotations
 
 import gzip
+import html
 import io
 import json
 import re
@@ -203,6 +204,9 @@ _ANSI = re.compile(
 _ANSI_HINT = re.compile(r"\x1b|033\[|\^\[\[|x1b\[|u001b\[|\\e\[|\[\d")
 
 
+_ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-fA-F]+|[a-zA-Z]{2,8});")
+
+
 def decode(raw: bytes) -> str:
     text = raw.decode("utf-8", errors="replace")
     if "\r" in text:
@@ -214,6 +218,8 @@ def decode(raw: bytes) -> str:
         text = _ANSI.sub("", text)
     if "\x00" in text:
         text = text.replace("\x00", "")
+    if "&" in text and _ENTITY.search(text):  # pasted from a rendered page: "&nbsp;", "&gt;", "&#39;"
+        text = html.unescape(text).replace("\xa0", " ")
     return text
 
 
@@ -238,6 +244,10 @@ _WRAPPER_SOURCES: tuple[tuple[str, str], ...] = (
         "stamp",
         rf"^\[?{_ISO}\]?(?:\t[\w-]*\t|\s+)(?:\[?(?:info|INFO|warn|WARN|error|ERROR|DEFAULT)\]?\s+(?!\d\d-\d\d \d\d:))?",
     ),
+    # journald / syslog: "Aug 19 18:34:30 host vllm[8707]: "
+    ("syslog", r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ (?P<container>[\w.@/-]+)(?:\[\d+\])?: "),
+    # k9s / boxed terminal views: "│ (APIServer pid=1) INFO … │"
+    ("box", r"^[│┃] (?=.*[│┃]\s*$)"),  # not "|": nvidia-smi tables are read as they are
     # glog (torch, klog): "W1223 23:34:22.775000 1116 torch/utils/x.py:2425] "
     ("glog", r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\]\s?"),
     # platform prefixes: "[vllm]: " (Akash), torch elastic "[rank0]: "
@@ -253,7 +263,7 @@ def _wrappers() -> tuple[tuple[str, re.Pattern[str]], ...]:
 
 # Ray / vLLM process prefix; the leading "(" is sometimes lost in pastes (corpus 003).
 _PROC = re.compile(
-    r"^\(?(?P<proc>[A-Za-z_][\w\- ]*?(?: rank=\d+| TP\d+| PP\d+_TP\d+)?) pid=(?P<pid>\d+)"
+    r"^\(?(?P<proc>[A-Za-z_][\w\-: ]*?(?: rank=\d+| TP\d+| PP\d+_TP\d+)?) pid=(?P<pid>\d+)"
     r"(?:, ip=[\w.:-]+)?\)\s?"
 )
 _RANK_IN_PROC = re.compile(r"(?:rank=|TP)(\d+)")  # the tensor-parallel rank, not a DP index
@@ -266,7 +276,7 @@ _HEADER = re.compile(
 )
 _JSON_KEYS = ("log", "message", "msg", "textPayload", "MESSAGE")
 # Cheap gate before the wrapper table: only lines that could start with one are tried.
-_MAYBE_WRAPPED = re.compile(r"^(?:[\d\[_{\s]|[IWEF]\d{4} |[A-Za-z0-9][\w.-]*\s+\|)")
+_MAYBE_WRAPPED = re.compile(r"^(?:[\d\[_{\s│┃]|[IWEF]\d{4} |[A-Z][a-z]{2} [ \d]\d |[A-Za-z0-9][\w.-]*\s+\|)")
 
 
 def _peel_json(text: str) -> tuple[str, str | None] | None:
@@ -313,6 +323,9 @@ def peel(text: str) -> tuple[str, Origin]:
             text = re.sub(r"^\s*\|\s?", "", text, count=1)
         for _name, pattern in _wrappers() if _MAYBE_WRAPPED.match(text) else ():
             m = pattern.match(text)
+            if m and _name == "box":
+                text = re.sub(r"\s*[│┃]\s*$", "", text[m.end():])
+                break
             if m and m.end() > 0:
                 groups = m.groupdict()
                 if groups.get("container"):
@@ -344,6 +357,14 @@ def peel(text: str) -> tuple[str, Origin]:
             break
     origin = Origin(proc, pid, rank, container, level, stamp, src, repeated)
     return text, (NO_ORIGIN if origin == NO_ORIGIN else origin)
+
+
+_EMBEDDED_PROC = re.compile(r"(?<=\S)\s*(?=\((?:[A-Za-z_][\w\-: ]*?) pid=\d+(?:, ip=[\w.:-]+)?\) )")
+
+
+def _split_records(text: str) -> list[str]:
+    pieces = [p for p in _EMBEDDED_PROC.split(text) if p.strip()]
+    return pieces or [text]
 
 
 # High-volume serving lines (stats, access log, request log). They never carry start-up facts,
@@ -381,5 +402,10 @@ def normalise(raw_lines: Iterable[bytes | str | tuple[int, bytes]], start: int =
             yield Line(number, "", "", NO_ORIGIN)
             continue
         text = decode(raw) if isinstance(raw, bytes) else decode(raw.encode("utf-8", "replace"))
+        if "pid=" in text and _EMBEDDED_PROC.search(text, 1):
+            for piece in _split_records(text):  # records run together in a flattened paste
+                message, origin = peel(piece)
+                yield Line(number, message, piece, origin)
+            continue
         message, origin = peel(text)
         yield Line(number, message, text, origin)
