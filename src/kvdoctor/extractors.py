@@ -164,10 +164,10 @@ def _free_summary(m: re.Match[str]) -> Fields:
         "requested_gib": _g(m, 5),
     }
     for pattern, name in (
-        (r"(\d+(?:\.\d+)?) GiB for weight", "weights_gib"),
+        (r"(\d+(?:\.\d+)?) GiB for weights?\b", "weights_gib"),
         (r"(\d+(?:\.\d+)?) GiB for peak activation", "activation_peak_gib"),
         (r"(\d+(?:\.\d+)?) GiB for non-torch memory", "non_torch_gib"),
-        (r"(\d+(?:\.\d+)?) GiB for CUDAGraph memory", "cuda_graph_gib"),
+        (r"(\d+(?:\.\d+)?) GiB for (?:CUDAGraph|CUDA graph|NPU graph|graph) memory", "cuda_graph_gib"),
         (r"(\d+(?:\.\d+)?) GiB for consumed memory", "consumed_gib"),
     ):
         found = re.search(pattern, text)
@@ -187,7 +187,51 @@ def _free_summary(m: re.Match[str]) -> Fields:
 
 
 def _kv_bytes(m: re.Match[str]) -> Fields:
-    return {"free_gpu_gib_at_startup": bytes_or_gib(m.group(1)), "kv_cache_gib": _g(m, 2)}
+    kv = _g(m, 2)
+    return {
+        "free_gpu_gib_at_startup": bytes_or_gib(m.group(1)),
+        "kv_cache_gib": kv,
+        "kv_cache_memory_bytes": int(kv * (1 << 30)),
+    }
+
+
+def _ascend_memory(m: re.Match[str]) -> Fields:
+    # vllm-ascend worker_v1: "Available memory: <bytes>, total memory: <bytes>"
+    return {
+        "kv_cache_gib": round(int(m.group(1)) / (1 << 30), 4),
+        "total_gpu_gib": round(int(m.group(2)) / (1 << 30), 2),
+    }
+
+
+_METHOD_PHASES = {
+    "load_model": "weight_loading",
+    "determine_num_available_blocks": "profile_run",
+    "determine_available_memory": "profile_run",
+    "profile_run": "profile_run",
+    "capture_model": "cuda_graph_capture",
+    "compile_or_warm_up_model": "cuda_graph_capture",
+    "initialize_cache": "kv_cache_allocation",
+    "initialize_from_config": "kv_cache_allocation",
+}
+
+
+def _worker_exception(m: re.Match[str]) -> Fields:
+    # V0 "Exception in worker VllmWorkerProcess while processing method init_device: NCCL error: …, Traceback"
+    fields: Fields = {"type": "WorkerException", "message": (m.group(2) or "").strip(), "method": m.group(1)}
+    return fields
+
+
+def _method_phase(m: re.Match[str]) -> Fields | None:
+    phase = _METHOD_PHASES.get(m.group(1))
+    return {"phase": phase, "method": m.group(1)} if phase else None
+
+
+def _uvicorn_error(m: re.Match[str]) -> Fields:
+    return {"type": "OSError", "message": f"[Errno {m.group(1)}] {m.group(2)}"}
+
+
+def _config_dict(m: re.Match[str]) -> Fields:
+    return {"dump": m.group(1)}
 
 
 def _startup_plan(m: re.Match[str]) -> Fields:
@@ -687,6 +731,41 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         _nothing,
     ),
+    # worker wrappers that carry the root cause or the failing step (V0 multiproc / Ray)
+    Extractor(
+        "exception",
+        ("Exception in worker",),
+        _F(r"Exception in worker \S+ while processing method (\w+)(?:: (.*?))?(?:, Traceback.*)?\.?$"),
+        _worker_exception,
+    ),
+    Extractor(
+        "phase",
+        ("while processing method", "Error executing method"),
+        _F(r"(?:while processing method|Error executing method) (\w+)"),
+        _method_phase,
+    ),
+    Extractor(
+        "exception",
+        ("Error executing method",),
+        _F(r"(Error executing method (\w+)\.?.*)"),
+        lambda m: {"type": "WorkerMethodError", "message": m.group(1), "method": m.group(2)},
+    ),
+    # uvicorn's own level format: "ERROR:    [Errno 98] error while attempting to bind on address …"
+    Extractor("exception", ("[Errno",), _F(r"^ERROR:\s+\[Errno (\d+)\] (.*)"), _uvicorn_error),
+    # vllm-ascend and the RunPod worker's own lines
+    Extractor(
+        "available_kv_memory", ("total memory:",), _F(r"Available memory: (-?\d+), total memory: (\d+)"), _ascend_memory
+    ),
+    Extractor("args", ("vLLM config: {",), _F(r"vLLM config: (\{.*\})"), _config_dict),
+    # a torch OOM message cut off by the paste: "RuntimeError: CUDA out of"
+    Extractor("cuda_oom", ("CUDA out of", "HIP out of"), _F(r"(CUDA|HIP) out of(?: m[a-z]*)?\s*$"), _cuda_oom),
+    # 0.18–0.19 wording of the CUDA-graph profiling hint
+    Extractor(
+        "graph_util_hint",
+        ("increase --gpu-memory-utilization from",),
+        _F(r"increase --gpu-memory-utilization from (\d+(?:\.\d+)?) to (\d+(?:\.\d+)?)"),
+        _graph_util_hint,
+    ),
     # Python tracebacks: frames and the exception line
     Extractor("frame", ('File "',), _F(r'File "([^"]+)", line \d+, in (\S+)'), _frame),
     # rich-style boxed tracebacks, borders peeled or not: "│ /path/tokenizer.py:36 in get_tokenizer   │"
@@ -703,7 +782,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor(
         "exception",
         ("Error", "Exception", "Interrupt"),
-        _F(r"^\s*(?:\w+ )?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)):\s*(.*)$"),
+        # a leading backtick, quote or ">" is left by markdown pastes
+        _F(r"^[\s`'\">]*(?:\w+ )?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)):\s*(.*)$"),
         _exception,
     ),
 )

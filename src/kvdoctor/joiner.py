@@ -61,8 +61,11 @@ def _join(previous: Line, line: Line) -> Line:
     if previous.text.endswith("\\"):
         return replace(previous, text=f"{previous.text[:-1].rstrip()} {line.text.strip()}", raw=line.raw)
     glue = "" if _terminal_wrap(previous, line) else " "
-    return replace(previous, text=f"{previous.text.rstrip() if glue else previous.text.rstrip()}{glue}{line.text.strip()}",
-                   raw=line.raw)
+    return replace(
+        previous,
+        text=f"{previous.text.rstrip() if glue else previous.text.rstrip()}{glue}{line.text.strip()}",
+        raw=line.raw,
+    )
 
 
 def join_lines(lines: Iterable[Line]) -> Iterator[Line]:

@@ -324,7 +324,7 @@ def peel(text: str) -> tuple[str, Origin]:
         for _name, pattern in _wrappers() if _MAYBE_WRAPPED.match(text) else ():
             m = pattern.match(text)
             if m and _name == "box":
-                text = re.sub(r"\s*[│┃]\s*$", "", text[m.end():])
+                text = re.sub(r"\s*[│┃]\s*$", "", text[m.end() :])
                 break
             if m and m.end() > 0:
                 groups = m.groupdict()
