@@ -250,7 +250,9 @@ def _figure_facts(sink: _FactSink, event: Event) -> None:
     if "cuda_graph_estimate_gib" in f:  # 0.18+: the estimate stands in until the actual is logged
         sink.put("cuda_graph_gib", f["cuda_graph_estimate_gib"], event, rank=2)
     if "max_model_len" in f:
-        sink.put("max_model_len", f["max_model_len"], event, rank=4 if kind != "auto_fit" else 5)
+        # the failing check's own figure wins over a concurrency line (two pasted runs, val corpus)
+        rank = 5 if kind in ("max_len_error", "auto_fit", "batched_tokens_error") else 4
+        sink.put("max_model_len", f["max_model_len"], event, rank=rank)
     if kind == "profile_v064":
         for key, name in (
             ("total_gpu_memory", "total_gpu_gib"),
@@ -265,7 +267,9 @@ def _figure_facts(sink: _FactSink, event: Event) -> None:
 
 
 _PHASE_FRAMES = (
-    ("sampler_warmup", ("_dummy_sampler_run", "_dummy_pooler_run")),
+    ("sampler_warmup", ("_dummy_sampler_run", "_dummy_pooler_run", "v1/sample/")),
+    # 0.11+: DeepGEMM / FlashInfer kernels are warmed up after the KV cache is allocated
+    ("kernel_warmup", ("deep_gemm_warmup", "kernel_warmup", "flashinfer_autotune", "_warmup_kernels")),
     (
         "cuda_graph_capture",
         (
@@ -360,7 +364,9 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
     else:
         phase = _phase_of_frames(frames) or last_phase
         if phase is None and f.get("private_pools_gib", 0) > 0:
-            phase = "cuda_graph_capture"  # "allocated in private pools (e.g., CUDA Graphs)"
+            # "allocated in private pools (e.g., CUDA Graphs)": graphs exist, so it is capture or
+            # later; a guess that any explicit phase (the sampler warm-up message) overrides
+            sink.put("oom_phase", "cuda_graph_capture", event, rank=2)
         if phase == "cuda_graph_profile":
             phase = "profile_run"
     sink.put("oom_phase", phase or "unknown", event, rank=3 if phase else 1)
@@ -404,14 +410,9 @@ def _version_facts(sink: _FactSink, attempt: Attempt) -> None:
         del sink.facts["vllm_version"]
 
 
-_V1_MARKERS = ("v1/", "EngineCore", "Worker_", "VllmWorker rank", "core.py:")
-_V0_MARKERS = (
-    "vllm/worker/",
-    "VllmWorkerProcess",
-    "llm_engine.py",
-    "model_runner.py",
-    "worker.py:",
-)
+_V1_MARKERS = ("v1/", "EngineCore", "Worker_", "VllmWorker rank", "core.py:", "Worker ", "worker_v1.py")
+# matched against " proc src file": a leading space keeps gpu_model_runner.py from passing as model_runner.py
+_V0_MARKERS = ("vllm/worker/", "VllmWorkerProcess", "llm_engine.py", " model_runner.py:", " worker.py:")
 
 
 def _engine_fact(sink: _FactSink, attempt: Attempt) -> None:
@@ -423,7 +424,7 @@ def _engine_fact(sink: _FactSink, attempt: Attempt) -> None:
             return
     v1 = v0 = 0
     for event in attempt.events:
-        where = f"{event.origin.proc or ''} {event.origin.src or ''} {event.fields.get('file', '')}"
+        where = f"{event.origin.proc or ''} {(event.origin.src or '').lstrip('[')} {event.fields.get('file', '')}"
         v1 += any(m in where for m in _V1_MARKERS) or event.kind in (
             "available_kv_memory",
             "kv_cache_size",
@@ -441,8 +442,14 @@ def _engine_fact(sink: _FactSink, attempt: Attempt) -> None:
 
 
 def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
-    fatal = [e for e in attempt.events if e.kind in FATAL_KINDS]
-    sink.put("started", attempt.has("serving"), None, rank=1, source="derived", derived=True)
+    # a traceback printed at ERROR level by vLLM is a failure even when its exception line was cut
+    fatal = [e for e in attempt.events if e.kind in FATAL_KINDS
+             or (e.kind == "frame" and e.origin.level in ("ERROR", "CRITICAL"))]
+    serving = [e for e in attempt.events if e.kind == "serving"]
+    # serving, unless something fatal came after it (uvicorn's "Application startup complete"
+    # precedes the port bind, corpus val-other 006)
+    started = bool(serving) and not any(e.line > serving[-1].line for e in fatal)
+    sink.put("started", started, None, rank=1, source="derived", derived=True)
     sink.put("failed", bool(fatal), None, rank=1, source="derived", derived=True)
     frames = [e for e in attempt.events if e.kind == "frame"]
     if frames:

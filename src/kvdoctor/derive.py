@@ -87,7 +87,10 @@ def _other_processes(out: Facts) -> None:
     if free is not None and total is not None:
         candidates.append(max(total - free, 0.0))
     oom_other = _v(out, "oom_other_process_gib")
-    if oom_other is not None:
+    total = _v(out, "oom_total_gib") or float("inf")
+    # "Process P has X" names the failing process itself when it runs in a container (its host
+    # PID is listed); torch then prints no "this process has" and X is nearly the whole card
+    if oom_other is not None and (_v(out, "oom_this_process_gib") is not None or oom_other < 0.8 * total):
         candidates.append(oom_other)
     if candidates:
         _put(out, "other_process_gib", max(candidates))

@@ -731,6 +731,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         _nothing,
     ),
+    # a server that was shut down (so a later start-up in the same log is not competing with it)
+    Extractor("shutdown", ("Shutting down", "Finished server process", "Waiting for application shutdown"), _F(
+        r"Shutting down|Finished server process|Waiting for application shutdown"), _nothing),
     # worker wrappers that carry the root cause or the failing step (V0 multiproc / Ray)
     Extractor(
         "exception",

@@ -144,7 +144,7 @@ KNOWN_FACTS = frozenset(
         "kv_cache_tokens_fp8",
         "model_catalog_id",
         "budget_shortfall_estimate_gib",
-        "utilization_default",
+        "utilization_default", "earlier_instance_running",
     }
 )
 FACT_FAMILIES = ("seen.", "gpu.")

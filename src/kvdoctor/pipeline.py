@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kvdoctor.attempts import Attempt, attempt_facts, newest_first, split_attempts
 from kvdoctor.derive import derive
 from kvdoctor.events import Event, extract
-from kvdoctor.facts import Facts
+from kvdoctor.facts import Fact, Facts
 from kvdoctor.joiner import join_lines
 from kvdoctor.lines import Line, normalise
 
@@ -135,6 +135,32 @@ def finish_attempt(attempt: Attempt) -> AttemptResult:
     )
 
 
+def _still_running(attempt: AttemptResult) -> bool:
+    """A start-up that sized its KV cache (or reached serving), did not fail and was not shut
+    down: its process still holds the memory when a later start-up in the same log begins."""
+    facts = attempt.facts
+    if facts.get("failed") and facts["failed"].value:
+        return False
+    if any(e.kind == "shutdown" for e in attempt.events):
+        return False
+    kv = [facts[n].value for n in ("kv_cache_gib", "gpu_blocks", "kv_cache_tokens") if n in facts]
+    return bool((facts.get("started") and facts["started"].value) or any(v and v > 0 for v in kv))
+
+
+def _with_earlier_instances(attempts: tuple[AttemptResult, ...]) -> tuple[AttemptResult, ...]:
+    out = []
+    running: AttemptResult | None = None
+    for attempt in attempts:
+        if running is not None:
+            fact = Fact("earlier_instance_running", True, running.start_line, "an earlier start-up in this log "
+                        f"(lines {running.start_line}-{running.end_line}) was still running", True, "derived")
+            attempt = replace(attempt, facts={**attempt.facts, "earlier_instance_running": fact})
+        if _still_running(attempt):
+            running = attempt
+        out.append(attempt)
+    return tuple(out)
+
+
 def analyse_events(
     source: str,
     events: list[Event],
@@ -146,7 +172,7 @@ def analyse_events(
     if order.newest_first if order is not None else newest_first(events):
         events = list(reversed(events))
         notes.append("the log is in newest-first order (timestamps run backwards); read it oldest-first")
-    attempts = tuple(finish_attempt(a) for a in split_attempts(events))
+    attempts = _with_earlier_instances(tuple(finish_attempt(a) for a in split_attempts(events)))
     snapshot = smi.result() if smi is not None else None
     smi_lines = tuple(smi.lines()) if smi is not None and snapshot is not None else ()
     return Analysis(source, attempts, tuple(notes), smi_lines, snapshot)

@@ -94,16 +94,25 @@ class Report:
     probe: dict[str, Any] | None = field(default=None)
 
     @property
+    def primary(self) -> AttemptReport | None:
+        """The attempt the verdict is about: the last one, unless the log ends in a start-up that
+        shows no outcome yet (a banner, a command), then the last one that has an outcome."""
+        for attempt in reversed(self.attempts):
+            if attempt.verdict != "unknown":
+                return attempt
+        return self.attempts[-1] if self.attempts else None
+
+    @property
     def verdict(self) -> str:
-        return self.attempts[-1].verdict if self.attempts else "unknown"
+        return self.primary.verdict if self.primary else "unknown"
 
     @property
     def diagnoses(self) -> tuple[Diagnosis, ...]:
-        return self.attempts[-1].diagnoses if self.attempts else ()
+        return self.primary.diagnoses if self.primary else ()
 
     @property
     def facts(self) -> dict[str, Any]:
-        return {k: v["value"] for k, v in self.attempts[-1].facts.items()} if self.attempts else {}
+        return {k: v["value"] for k, v in self.primary.facts.items()} if self.primary else {}
 
     def exit_code(self, fail_on: str = "error") -> int:
         if fail_on == "never":

@@ -34,6 +34,7 @@ PHASES = (
     "cuda_graph_capture",
     "sampler_warmup",
     "kv_cache_allocation",
+    "kernel_warmup",
     "unknown",
 )
 ACTIONS = (
