@@ -154,8 +154,10 @@ def report_for(
     report = Report(analysis.source, attempts, (), lang, probe_record)
     if report.primary is not None and report.primary is not attempts[-1]:
         last = attempts[-1]
-        notes.append(f"the last start-up (lines {last.start_line}-{last.end_line}) shows no outcome yet; "
-                     f"the verdict is that of the one before (lines {report.primary.start_line}-{report.primary.end_line})")
+        notes.append(
+            f"the last start-up (lines {last.start_line}-{last.end_line}) shows no outcome yet; "
+            f"the verdict is that of the one before (lines {report.primary.start_line}-{report.primary.end_line})"
+        )
     if attempts:
         notes.extend(_estimate_notes({k: v["value"] for k, v in attempts[-1].facts.items()}))
         notes.extend(

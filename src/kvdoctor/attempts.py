@@ -324,6 +324,8 @@ def _phase_of_frames(frames: list[Event]) -> str | None:
     # The deepest frame that names a phase wins (frames are listed outermost first).
     for frame in reversed(frames):
         where = f"{frame.fields.get('file', '')} {frame.fields.get('function', '')}"
+        if "model_executor/models/" in where and where.endswith(" __init__"):
+            return "weight_loading"  # a model's layers are created (and their weights allocated) in __init__
         for phase, names in _PHASE_FRAMES:
             if any(n in where for n in names):
                 return phase
@@ -333,6 +335,7 @@ def _phase_of_frames(frames: list[Event]) -> str | None:
 def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
     frames: list[Event] = []
     last_phase: str | None = None
+    oom_event: Event | None = None
     for event in attempt.events:
         if event.kind == "frame":
             frames.append(event)
@@ -343,7 +346,12 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
             frames = frames if "out of memory" in event.text else []
         elif event.kind in ("cuda_oom", "warmup_oom"):
             _one_oom(sink, event, frames, last_phase)
+            oom_event = event
             frames = []
+    oom = sink.facts.get("oom_phase")
+    if oom is not None and oom.value == "unknown" and last_phase:
+        # the failing step is named just after the OOM (V0 "Exception in worker … method load_model")
+        sink.put("oom_phase", last_phase, oom_event, rank=2)
     if "oom_phase" not in sink.facts and frames:
         # a traceback cut before its exception line (corpus 045): keep where it stopped
         phase = _phase_of_frames(frames)
@@ -443,8 +451,9 @@ def _engine_fact(sink: _FactSink, attempt: Attempt) -> None:
 
 def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
     # a traceback printed at ERROR level by vLLM is a failure even when its exception line was cut
-    fatal = [e for e in attempt.events if e.kind in FATAL_KINDS
-             or (e.kind == "frame" and e.origin.level in ("ERROR", "CRITICAL"))]
+    # a traceback's frames mean a failure even when its header and exception line were cut
+    # (unless the server reached serving after them, see `started`)
+    fatal = [e for e in attempt.events if e.kind in FATAL_KINDS or e.kind == "frame"]
     serving = [e for e in attempt.events if e.kind == "serving"]
     # serving, unless something fatal came after it (uvicorn's "Application startup complete"
     # precedes the port bind, corpus val-other 006)
@@ -462,27 +471,9 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
         root = next((e for e in exceptions if not _is_wrapper(e)), exceptions[0])
         sink.put("error_type", root.fields["type"], root, rank=3)
         sink.put("error_message", root.fields["message"][:2000], root, rank=3)
-    for kind in (
-        "no_cache_blocks_error",
-        "max_len_error",
-        "free_memory_error",
-        "cuda_oom",
-        "warmup_oom",
-        "profiling_assert",
-        "mamba_blocks_error",
-        "auto_fit_error",
-        "batched_tokens_error",
-        "engine_failed",
-        "user_max_len_warning",
-        "long_context_warning",
-        "mamba_blocks_capped",
-        "graph_util_hint",
-        "startup_memory_summary",
-        "graph_capture_done",
-    ):
-        first = next((e for e in attempt.events if e.kind == kind), None)
-        if first is not None:
-            sink.put(f"seen.{kind}", True, first, rank=3)
+    for event in attempt.events:  # seen.<kind>: the first event of each kind, as evidence
+        if f"seen.{event.kind}" not in sink.facts:
+            sink.put(f"seen.{event.kind}", True, event, rank=3)
     for event in attempt.events:
         if event.kind == "platform":
             sink.put("platform", event.fields["platform"], event, rank=3)

@@ -732,8 +732,12 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _nothing,
     ),
     # a server that was shut down (so a later start-up in the same log is not competing with it)
-    Extractor("shutdown", ("Shutting down", "Finished server process", "Waiting for application shutdown"), _F(
-        r"Shutting down|Finished server process|Waiting for application shutdown"), _nothing),
+    Extractor(
+        "shutdown",
+        ("Shutting down", "Finished server process", "Waiting for application shutdown"),
+        _F(r"Shutting down|Finished server process|Waiting for application shutdown"),
+        _nothing,
+    ),
     # worker wrappers that carry the root cause or the failing step (V0 multiproc / Ray)
     Extractor(
         "exception",
@@ -753,6 +757,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"(Error executing method (\w+)\.?.*)"),
         lambda m: {"type": "WorkerMethodError", "message": m.group(1), "method": m.group(2)},
     ),
+    # Ray V0: "Error executing method capture_model. This might cause deadlock …" (often cut short)
+    Extractor("engine_failed", ("Error executing",), _F(r"Error executing metho"), _nothing),
     # uvicorn's own level format: "ERROR:    [Errno 98] error while attempting to bind on address …"
     Extractor("exception", ("[Errno",), _F(r"^ERROR:\s+\[Errno (\d+)\] (.*)"), _uvicorn_error),
     # vllm-ascend and the RunPod worker's own lines

@@ -144,7 +144,8 @@ KNOWN_FACTS = frozenset(
         "kv_cache_tokens_fp8",
         "model_catalog_id",
         "budget_shortfall_estimate_gib",
-        "utilization_default", "earlier_instance_running",
+        "utilization_default",
+        "earlier_instance_running",
     }
 )
 FACT_FAMILIES = ("seen.", "gpu.")

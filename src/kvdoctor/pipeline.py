@@ -152,8 +152,14 @@ def _with_earlier_instances(attempts: tuple[AttemptResult, ...]) -> tuple[Attemp
     running: AttemptResult | None = None
     for attempt in attempts:
         if running is not None:
-            fact = Fact("earlier_instance_running", True, running.start_line, "an earlier start-up in this log "
-                        f"(lines {running.start_line}-{running.end_line}) was still running", True, "derived")
+            fact = Fact(
+                "earlier_instance_running",
+                True,
+                running.start_line,
+                f"an earlier start-up in this log (lines {running.start_line}-{running.end_line}) was still running",
+                True,
+                "derived",
+            )
             attempt = replace(attempt, facts={**attempt.facts, "earlier_instance_running": fact})
         if _still_running(attempt):
             running = attempt
