@@ -311,6 +311,85 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
         "version",
         {"version": "0.4.0"},
     ),
+    # worker wrappers that carry the root cause (V0 multiproc / Ray) and uvicorn's own errors
+    (
+        "(VllmWorkerProcess pid=839) ERROR 08-19 19:03:55 multiproc_worker_utils.py:226] Exception in worker VllmWorkerProcess while processing method init_device: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details), Traceback (most recent call last):",
+        "exception",
+        {
+            "type": "WorkerException",
+            "message": "NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+            "method": "init_device",
+        },
+    ),
+    (
+        "(VllmWorkerProcess pid=195297) ERROR 03-01 10:00:00 multiproc_worker_utils.py:242] Exception in worker VllmWorkerProcess while processing method load_model.",
+        "phase",
+        {"phase": "weight_loading", "method": "load_model"},
+    ),
+    (
+        "(RayWorkerWrapper pid=206994, ip=10.0.0.5) ERROR 03-27 10:29:13 [worker_base.py:620] Error executing method capture_model. This might cause deadlock in distributed execution.",
+        "phase",
+        {"phase": "cuda_graph_capture"},
+    ),
+    (
+        "(RayWorkerWrapper pid=206994, ip=10.0.0.5) ERROR 03-27 10:29:13 [worker_base.py:620] Error executing metho",
+        "engine_failed",
+        {},
+    ),
+    (
+        "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
+        "exception",
+        {"type": "OSError"},
+    ),
+    (
+        "`ValueError: Model architectures ['Qwen2_5_VLForConditionalGeneration'] are not supported for now.",
+        "exception",
+        {"type": "ValueError"},
+    ),
+    # platform and wrapper variants
+    (
+        "(EngineCore_DP0 pid=4146) INFO 01-15 06:47:41 [worker_v1.py:270] Available memory: 0, total memory: 65452113920",
+        "available_kv_memory",
+        {"kv_cache_gib": 0.0, "total_gpu_gib": 60.96},
+    ),
+    (
+        "(Worker pid=7) INFO 01-01 00:00:01 [worker.py:1] Free memory on device (59.1/60.96 GiB) on startup. Desired GPU memory utilization is (0.9, 54.86 GiB). Actual usage: 1.14 GiB for weights, 0.22 GiB for peak activation, 0.13 GiB for non-torch memory, 0.04 GiB for NPU graph memory.",
+        "startup_memory_summary",
+        {"weights_gib": 1.14, "cuda_graph_gib": 0.04},
+    ),
+    (
+        "engine.py           :43   2024-02-08 08:40:56,015 vLLM config: {'model': 'm', 'gpu_memory_utilization': 0.95, 'max_model_len': 32000}",
+        "args",
+        {},
+    ),
+    ("RuntimeError: CUDA out of", "cuda_oom", {"device": "CUDA"}),
+    (
+        "INFO 03-20 [gpu_worker.py:1] In v0.19, CUDA graph memory profiling will be enabled by default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1), which more accurately accounts for CUDA graph memory during KV cache allocation. To try it now, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 and increase --gpu-memory-utilization from 0.7000 to 0.7021 to maintain the same effective KV cache size.",
+        "graph_util_hint",
+        {"gpu_memory_utilization": 0.7, "suggested_utilization": 0.7021},
+    ),
+    (
+        "INFO 09-15 [gpu_worker.py:1] Initial free memory 78.50 GiB, reserved 4.25 GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped memory profiling.",
+        "kv_cache_memory_bytes",
+        {"kv_cache_memory_bytes": 4563402752},
+    ),
+    ("INFO:     Shutting down", "shutdown", {}),
+    # IPython / Jupyter and boxed (rich) frames
+    (
+        "File ~/.local/lib/python3.10/site-packages/vllm/v1/engine/utils.py:785, in wait_for_engine_startup(handshake_socket)",
+        "frame",
+        {"function": "wait_for_engine_startup"},
+    ),
+    (
+        "File [~/miniconda3/lib/python3.10/site-packages/vllm/worker/cache_engine.py:64](http://localhost:8888/x), in CacheEngine._allocate_kv_cache(self, num_blocks, device)",
+        "frame",
+        {"function": "CacheEngine._allocate_kv_cache"},
+    ),
+    (
+        "│ /workdir/vllm/vllm/transformers_utils/tokenizer.py:36 in get_tokenizer                           │",
+        "frame",
+        {"function": "get_tokenizer"},
+    ),
     # the end of a start-up
     ("INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)", "serving", {}),
     (

@@ -258,3 +258,77 @@ def test_sparse_reading_is_identical_for_small_inputs() -> None:
         (3, b""),
         (4, b"last-without-newline"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("raw", "message", "proc"),
+    [
+        # journald / syslog
+        (
+            'Aug 19 18:34:30 gpu-host vllm[8707]: (APIServer pid=8707)   File "x.py", line 1, in f',
+            '  File "x.py", line 1, in f',
+            "APIServer",
+        ),
+        # k9s boxed view
+        (f"│ (APIServer pid=1) INFO 10-20 03:21:02 [utils.py:328] {MSG}  │", MSG, "APIServer"),
+        # Ray Serve replica names hold colons
+        (
+            f"(ServeReplica:app:LLMDeployment pid=12249, ip=10.0.0.1) INFO 01-01 00:00:00 [x.py:1] {MSG}",
+            MSG,
+            "ServeReplica:app:LLMDeployment",
+        ),
+        # a page pasted with HTML entities
+        (
+            "(EngineCore_DP0 pid=142) ERROR 01-01 00:00:00 [core.py:718] ValueError: a &gt; b &amp;&nbsp;c",
+            "ValueError: a > b & c",
+            "EngineCore_DP0",
+        ),
+    ],
+)
+def test_more_wrappers(raw: str, message: str, proc: str) -> None:
+    text, origin = peel(decode(raw.encode()))
+    assert (text, origin.proc) == (message, proc)
+
+
+def test_nvidia_smi_table_rows_are_not_taken_for_boxes() -> None:
+    row = "|   0  NVIDIA H100 80GB HBM3          On  | 00000000:18:00.0 Off |                    0 |"
+    assert peel(row)[0] == row
+
+
+def test_records_run_together_are_split() -> None:
+    flat = (
+        b'x = raise_for_status(r)(APIServer pid=2960)   File "a.py", line 453, in hf_raise'
+        b"(APIServer pid=2960)     raise HTTPError(msg)"
+    )
+    lines = list(normalise([flat]))
+    assert [(line.number, line.text.strip(), line.origin.proc) for line in lines] == [
+        (1, "x = raise_for_status(r)", None),
+        (1, 'File "a.py", line 453, in hf_raise', "APIServer"),
+        (1, "raise HTTPError(msg)", "APIServer"),
+    ]
+
+
+def test_terminal_wrapped_and_split_messages_are_joined() -> None:
+    from kvdoctor.joiner import join_lines
+
+    wrapped = [
+        b"(EngineCore pid=316) ValueError: To serve at least one request with the model's max seq len (100000), (4.26 GiB KV cach",
+        b"e is needed, which is larger than the available KV cache memory (4.25 GiB).",
+        b"Free memory on device (110.37/121.69 GiB) on startup.",
+    ]
+    joined = [line.text for line in join_lines(normalise(wrapped))]
+    assert joined[0].startswith("ValueError: To serve") and "(4.26 GiB KV cache is needed" in joined[0]
+    summary = [
+        line.text
+        for line in join_lines(
+            normalise(
+                [
+                    b"Free memory on device (110.37/121.69 GiB) on startup.",
+                    b"Desired GPU memory utilization is (0.87, 105.87 GiB).",
+                ]
+            )
+        )
+    ]
+    assert summary == [
+        "Free memory on device (110.37/121.69 GiB) on startup. Desired GPU memory utilization is (0.87, 105.87 GiB)."
+    ]

@@ -169,7 +169,9 @@ def evaluate_attempt(
         current = facts.get("other_process_gib")
         if current is None or held.value > current.value:  # the probe saw more than the log says
             facts["other_process_gib"] = Fact("other_process_gib", held.value, None, None, True, "probe")
-    diagnoses = [diagnose_rule(r, facts, lang) for r in rules if fire(r, facts)]
+    diagnoses = [diagnose_rule(r, facts, lang) for r in rules if not r.fallback and fire(r, facts)]
+    if not diagnoses:  # the catch-all speaks only when nothing more specific did
+        diagnoses = [diagnose_rule(r, facts, lang) for r in rules if r.fallback and fire(r, facts)]
     # no rule fired: nothing shows the start-up ending (e.g. only a launch command, or a log cut
     # early) — a failure would have met the catch-all rule
     verdict = diagnoses[0].klass if diagnoses else "unknown"

@@ -58,6 +58,7 @@ ACTIONS = (
 SEVERITIES = ("error", "warning", "info")
 CONFIDENCES = ("high", "medium", "low")
 _FIELDS = {
+    "fallback",
     "id",
     "title",
     "class",
@@ -146,6 +147,7 @@ class Rule:
     references: tuple[str, ...] = ()
     evidence: tuple[str, ...] = ()
     examples: tuple[Example, ...] = field(default_factory=tuple)
+    fallback: bool = False  # considered only when no other rule fires (the catch-all)
 
 
 def builtin_rules_dir() -> Path:
@@ -298,6 +300,7 @@ def _build(ld: _Loader, data: dict[str, Any]) -> Rule | None:
         tuple(str(r) for r in data.get("references") or []),
         evidence,
         examples,
+        bool(data.get("fallback", False)),
     )
 
 

@@ -1,0 +1,154 @@
+"""Situations that decide a verdict beyond one line: several start-ups, an instance still running,
+a bind failure after uvicorn's start-up line, tracebacks cut short."""
+
+from __future__ import annotations
+
+from kvdoctor.api import diagnose
+
+BANNER = "INFO 01-15 06:46:00 [api_server.py:1] vLLM API server version 0.11.0"
+
+
+def test_second_instance_while_the_first_still_runs_is_another_process() -> None:
+    log = "\n".join(
+        [
+            BANNER,
+            "(EngineCore_DP0 pid=3052) INFO 01-15 06:46:16 [gpu_worker.py:1] Available KV cache memory: 21.52 GiB",
+            "(EngineCore_DP0 pid=3052) INFO 01-15 06:46:16 [kv_cache_utils.py:1] GPU KV cache size: 1,880,320 tokens",
+            BANNER,
+            "(EngineCore_DP0 pid=4146) INFO 01-15 06:47:41 [gpu_worker.py:1] Available KV cache memory: -1.2 GiB",
+            "(EngineCore_DP0 pid=4146) ERROR 01-15 06:47:41 [core.py:843] EngineCore failed to start.",
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (report.verdict, top.cause, top.remedies[0].action) == (
+        "no_cache_blocks",
+        "other_process",
+        "free_gpu_memory",
+    )
+
+
+def test_a_shut_down_first_instance_does_not_count() -> None:
+    log = "\n".join(
+        [
+            BANNER,
+            "(EngineCore_DP0 pid=3052) INFO 01-15 06:46:16 [gpu_worker.py:1] Available KV cache memory: 21.52 GiB",
+            "INFO:     Shutting down",
+            BANNER,
+            "(EngineCore_DP0 pid=4146) INFO 01-15 06:47:41 [gpu_worker.py:1] Available KV cache memory: -1.2 GiB",
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`.",
+        ]
+    )
+    assert diagnose(log).diagnoses[0].cause != "other_process"
+
+
+def test_the_verdict_is_the_last_attempt_with_an_outcome() -> None:
+    log = "\n".join(
+        [
+            BANNER,
+            "OSError: [Errno 98] Address already in use",
+            "$ vllm serve Qwen/Qwen3-8B --port 8000",
+            BANNER,
+        ]
+    )
+    report = diagnose(log)
+    assert report.verdict == "other"
+    assert report.diagnoses[0].remedies[0].action == "fix_environment"
+    assert any("shows no outcome yet" in note for note in report.notes)
+
+
+def test_uvicorn_startup_then_a_bind_error_is_not_healthy() -> None:
+    log = "\n".join(
+        [
+            "INFO:     Application startup complete.",
+            "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
+            "INFO:     Waiting for application shutdown.",
+        ]
+    )
+    report = diagnose(log)
+    assert report.verdict == "other"
+    assert report.diagnoses[0].remedies[0].action == "fix_environment"
+
+
+def test_worker_exception_header_carries_the_root_cause() -> None:
+    log = (
+        "(VllmWorkerProcess pid=839) ERROR 08-19 19:03:55 multiproc_worker_utils.py:226] Exception in worker "
+        "VllmWorkerProcess while processing method init_device: NCCL error: unhandled cuda error (run with "
+        "NCCL_DEBUG=INFO for details), Traceback (most recent call last):"
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_environment")
+
+
+def test_oom_phase_named_by_the_worker_method_after_the_oom() -> None:
+    log = "\n".join(
+        [
+            "(VllmWorkerProcess pid=195297) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. "
+            "GPU 2 has a total capacity of 14.62 GiB of which 3.31 MiB is free. Including non-PyTorch memory, this "
+            "process has 14.61 GiB memory in use.",
+            "(VllmWorkerProcess pid=195297) ERROR 03-01 10:00:00 multiproc_worker_utils.py:242] Exception in worker "
+            "VllmWorkerProcess while processing method load_model.",
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (top.klass, top.phase, top.remedies[0].action) == (
+        "cuda_oom",
+        "weight_loading",
+        "increase_tensor_parallel_size",
+    )
+
+
+def test_sampler_message_beats_the_private_pool_guess() -> None:
+    log = "\n".join(
+        [
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 15.47 GiB "
+            "of which 52.00 MiB is free. Including non-PyTorch memory, this process has 15.40 GiB memory in use. Of the "
+            "allocated memory 14.1 GiB is allocated by PyTorch, with 81.88 MiB allocated in private pools (e.g., CUDA "
+            "Graphs), and 120.5 MiB is reserved by PyTorch but unallocated.",
+            "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try "
+            "lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.phase, top.remedies[0].action) == ("sampler_warmup", "reduce_max_num_seqs")
+
+
+def test_traceback_cut_in_the_sampler_is_a_likely_oom_with_low_confidence() -> None:
+    log = "\n".join(
+        [
+            "(Worker_TP1 pid=12) ERROR 05-10 16:00:15 [multiproc_executor.py:470] WorkerProc hit an exception.",
+            '(Worker_TP1 pid=12) ERROR 05-10 16:00:15 [multiproc_executor.py:470]   File "/venv/vllm/v1/worker/'
+            'gpu_model_runner.py", line 1544, in _dummy_sampler_run',
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (report.verdict, top.confidence, top.severity) == ("cuda_oom", "low", "warning")
+    assert top.remedies[0].action == "reduce_max_num_seqs"
+    assert report.exit_code("error") == 0 and report.exit_code("warning") == 1
+
+
+def test_newest_start_up_summary_alone_is_healthy() -> None:
+    log = (
+        "(Worker_TP0 pid=5) INFO 08-14 09:28:01 [gpu_worker.py:857] Free memory on device (77.78/79.33 GiB) on "
+        "startup. Desired GPU memory utilization is (0.85, 67.43 GiB). Actual usage is 16.92 GiB for weight, 5.66 "
+        "GiB for peak activation, 0.13 GiB for non-torch memory, and 1.34 GiB for CUDAGraph memory. Current kv "
+        "cache memory in use is 43.4 GiB."
+    )
+    assert diagnose(log).verdict == "healthy"
+
+
+def test_model_too_large_compares_against_the_ceiling_not_the_current_fraction() -> None:
+    log = "\n".join(
+        [
+            "INFO 01-15 11:06:48 worker.py:240] the current vLLM instance can use total_gpu_memory (8.00GiB) x "
+            "gpu_memory_utilization (0.70) = 5.60GiB",
+            "INFO 01-15 11:06:48 worker.py:240] model weights take 5.20GiB; non_torch_memory takes 0.03GiB; PyTorch "
+            "activation peak memory takes 1.42GiB; the rest of the memory reserved for KV Cache is -1.05GiB.",
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`.",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.cause, top.remedies[0].action) == ("utilization_too_low", "raise_gpu_memory_utilization")
+    assert 0.85 <= top.remedies[0].value <= 0.95
