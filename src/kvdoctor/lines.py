@@ -10,7 +10,6 @@ line keeps its ORIGINAL 1-based number and what was peeled off.
 from __future__ import annotations
 
 import gzip
-import html
 import io
 import json
 import re
@@ -204,7 +203,7 @@ _ANSI = re.compile(
 _ANSI_HINT = re.compile(r"\x1b|033\[|\^\[\[|x1b\[|u001b\[|\\e\[|\[\d")
 
 
-_ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-fA-F]+|[a-zA-Z]{2,8});")
+_ENTITY = r"&(?:#\d+|#x[0-9a-fA-F]+|[a-zA-Z]{2,8});"  # compiled on first use (re caches it)
 
 
 def decode(raw: bytes) -> str:
@@ -218,7 +217,9 @@ def decode(raw: bytes) -> str:
         text = _ANSI.sub("", text)
     if "\x00" in text:
         text = text.replace("\x00", "")
-    if "&" in text and _ENTITY.search(text):  # pasted from a rendered page: "&nbsp;", "&gt;", "&#39;"
+    if "&" in text and re.search(_ENTITY, text):  # pasted from a rendered page: "&nbsp;", "&gt;", "&#39;"
+        import html  # rarely needed; its entity table is large
+
         text = html.unescape(text).replace("\xa0", " ")
     return text
 
@@ -359,11 +360,11 @@ def peel(text: str) -> tuple[str, Origin]:
     return text, (NO_ORIGIN if origin == NO_ORIGIN else origin)
 
 
-_EMBEDDED_PROC = re.compile(r"(?<=\S)\s*(?=\((?:[A-Za-z_][\w\-: ]*?) pid=\d+(?:, ip=[\w.:-]+)?\) )")
+_EMBEDDED_PROC = r"(?<=\S)\s*(?=\((?:[A-Za-z_][\w\-: ]*?) pid=\d+(?:, ip=[\w.:-]+)?\) )"  # compiled on first use
 
 
 def _split_records(text: str) -> list[str]:
-    pieces = [p for p in _EMBEDDED_PROC.split(text) if p.strip()]
+    pieces = [p for p in re.split(_EMBEDDED_PROC, text) if p.strip()]
     return pieces or [text]
 
 
@@ -402,7 +403,7 @@ def normalise(raw_lines: Iterable[bytes | str | tuple[int, bytes]], start: int =
             yield Line(number, "", "", NO_ORIGIN)
             continue
         text = decode(raw) if isinstance(raw, bytes) else decode(raw.encode("utf-8", "replace"))
-        if "pid=" in text and _EMBEDDED_PROC.search(text, 1):
+        if "pid=" in text and re.compile(_EMBEDDED_PROC).search(text, 1):
             for piece in _split_records(text):  # records run together in a flattened paste
                 message, origin = peel(piece)
                 yield Line(number, message, piece, origin)
