@@ -61,6 +61,8 @@ def parse_vllm_argv(argv: list[str]) -> dict[str, Any]:
             continue
         if not token.startswith("-"):
             continue
+        if "=--" in token:  # VLLM_ARGS=--model=…: the flag follows the variable name
+            token = token[token.index("=--") + 1:]
         name, eq, inline = token.lstrip("-").partition("=")
         negated = name.startswith("no-") or name.startswith("no_")
         key = name[3:] if negated else name
@@ -89,8 +91,15 @@ def parse_vllm_argv(argv: list[str]) -> dict[str, Any]:
 _LAUNCHERS = ("vllm serve", "vllm.entrypoints", "vllm-openai", "api_server.py", "vllm/vllm-")
 
 
+_FLAG_WORDS = ("--gpu-memory-utilization", "--max-model-len", "--tensor-parallel-size", "--model",
+               "--max-num-seqs", "--kv-cache-dtype", "--enforce-eager", "--quantization")
+
+
 def is_vllm_command(text: str) -> bool:
-    return any(marker in text for marker in _LAUNCHERS) and " --" in text or "vllm serve " in text
+    """A launch command, or flags kept in a variable (`VLLM_ARGS=--model=… --max-model-len=…`)."""
+    if any(marker in text for marker in _LAUNCHERS) and " --" in text or "vllm serve " in text:
+        return True
+    return sum(flag in text for flag in _FLAG_WORDS) >= 2
 
 
 def parse_command_line(text: str) -> dict[str, Any]:
