@@ -417,7 +417,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor("logo_model", ("model   ",), _F(r"^(?:[\s▄█▀▐▌]*)model\s{3}(\S+)\s*$"), _logo_model),
     Extractor(
         "command_line",
-        ("vllm serve", "vllm.entrypoints", "vllm/vllm-", "api_server.py", "--gpu-memory-utilization", "--max-model-len"),
+        (
+            "vllm serve",
+            "vllm.entrypoints",
+            "vllm/vllm-",
+            "api_server.py",
+            "--gpu-memory-utilization",
+            "--max-model-len",
+        ),
         _F(r"^"),
         _command,
     ),

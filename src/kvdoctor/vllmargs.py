@@ -62,7 +62,7 @@ def parse_vllm_argv(argv: list[str]) -> dict[str, Any]:
         if not token.startswith("-"):
             continue
         if "=--" in token:  # VLLM_ARGS=--model=…: the flag follows the variable name
-            token = token[token.index("=--") + 1:]
+            token = token[token.index("=--") + 1 :]
         name, eq, inline = token.lstrip("-").partition("=")
         negated = name.startswith("no-") or name.startswith("no_")
         key = name[3:] if negated else name
@@ -91,8 +91,16 @@ def parse_vllm_argv(argv: list[str]) -> dict[str, Any]:
 _LAUNCHERS = ("vllm serve", "vllm.entrypoints", "vllm-openai", "api_server.py", "vllm/vllm-")
 
 
-_FLAG_WORDS = ("--gpu-memory-utilization", "--max-model-len", "--tensor-parallel-size", "--model",
-               "--max-num-seqs", "--kv-cache-dtype", "--enforce-eager", "--quantization")
+_FLAG_WORDS = (
+    "--gpu-memory-utilization",
+    "--max-model-len",
+    "--tensor-parallel-size",
+    "--model",
+    "--max-num-seqs",
+    "--kv-cache-dtype",
+    "--enforce-eager",
+    "--quantization",
+)
 
 
 def is_vllm_command(text: str) -> bool:
