@@ -91,7 +91,7 @@ _DUMP_KEYS = {
 # Figures where ranks may differ and vLLM keeps the smallest (V0 min over workers, V1 unify).
 _MIN_ACROSS_RANKS = frozenset({"kv_cache_gib", "gpu_blocks", "kv_cache_tokens", "max_concurrency"})
 # Kinds whose figures are the runtime truth and beat configuration dumps.
-_CONFIG_KINDS = ("command_line", "args", "engine_banner")
+_CONFIG_KINDS = ("config_value", "command_line", "args", "engine_banner")
 
 
 @dataclass
@@ -139,10 +139,21 @@ class Attempt:
         return list(seen.values())
 
 
+def _quoted_error_only(attempt: Attempt) -> bool:
+    """A ticket title or summary quoting the error above the log it came from: no start marker
+    and no figure, only errors from at most two lines."""
+    kinds = {e.kind for e in attempt.events}
+    lines = {e.line for e in attempt.events}
+    return not kinds & START_KINDS and kinds <= FATAL_KINDS | {"phase"} | _ERROR_FIGURES and len(lines) <= 2
+
+
+_ERROR_FIGURES = frozenset({"max_len_error", "free_memory_error", "no_cache_blocks_error", "cuda_oom"})
+
+
 def split_attempts(events: Iterable[Event]) -> Iterator[Attempt]:
     current = Attempt(0)
     for event in events:
-        if event.kind in START_KINDS and current.progressed():
+        if event.kind in START_KINDS and current.progressed() and not _quoted_error_only(current):
             yield current
             current = Attempt(current.index + 1)
         current.events.append(event)
@@ -349,6 +360,16 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
             oom_event = event
             frames = []
     oom = sink.facts.get("oom_phase")
+    started_up = any(e.kind in START_KINDS for e in attempt.events)
+    if (
+        oom is not None
+        and oom.value == "unknown"
+        and not last_phase
+        and started_up
+        and not attempt.has("weights_loaded")
+        and not attempt.has("gpu_blocks")
+    ):
+        sink.put("oom_phase", "weight_loading", oom_event, rank=2)  # the first big allocation of a start-up
     if oom is not None and oom.value == "unknown" and last_phase:
         # the failing step is named just after the OOM (V0 "Exception in worker … method load_model")
         sink.put("oom_phase", last_phase, oom_event, rank=2)
@@ -462,8 +483,21 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
     sink.put("failed", bool(fatal), None, rank=1, source="derived", derived=True)
     frames = [e for e in attempt.events if e.kind == "frame"]
     if frames:
-        sink.put("failing_file", frames[-1].fields["file"], frames[-1], rank=3)
-        sink.put("failing_function", frames[-1].fields["function"], frames[-1], rank=3)
+        # the deepest frame in vLLM itself says more than torch's or contextlib's wrappers
+        own = [e for e in frames if "vllm" in e.fields.get("file", "")] or frames
+        sink.put("failing_file", own[-1].fields["file"], own[-1], rank=3)
+        sink.put("failing_function", own[-1].fields["function"], own[-1], rank=3)
+    kv_by_rank = [r["kv_cache_gib"] for r in attempt.ranks() if isinstance(r.get("kv_cache_gib"), (int, float))]
+    if len(kv_by_rank) > 1:
+        # ranks on different GPUs that disagree by GiBs: one GPU is shared with another process
+        sink.put(
+            "kv_cache_gib_rank_spread",
+            round(max(kv_by_rank) - min(kv_by_rank), 2),
+            None,
+            rank=1,
+            source="derived",
+            derived=True,
+        )
     exceptions = [e for e in attempt.events if e.kind == "exception"]
     if exceptions:
         # the root cause is usually the first exception; wrappers ("Engine core initialization
@@ -502,7 +536,7 @@ def attempt_facts(attempt: Attempt) -> Facts:
     sink = _FactSink()
     for event in attempt.events:
         if event.kind in _CONFIG_KINDS:
-            rank = {"command_line": 0, "args": 1, "engine_banner": 2}[event.kind]
+            rank = {"config_value": 0, "command_line": 0, "args": 1, "engine_banner": 2}[event.kind]
             values = event.fields.get("flags")
             if values is None:
                 values = parse_dump(event.fields.get("dump", ""))

@@ -766,6 +766,26 @@ EXTRACTORS: tuple[Extractor, ...] = (
     ),
     # Ray V0: "Error executing method capture_model. This might cause deadlock …" (often cut short)
     Extractor("engine_failed", ("Error executing",), _F(r"Error executing metho"), _nothing),
+    # C++ exceptions surfaced by Ray / NCCL: "Unhandled exception: St13runtime_error. what(): NCCL Error 5: invalid usage"
+    Extractor(
+        "exception", ("what():",), _F(r"what\(\):\s*(.*)"), lambda m: {"type": "CppException", "message": m.group(1)}
+    ),
+    # the free-memory check quoted without its figures (issue titles, wrappers)
+    Extractor(
+        "free_memory_error",
+        ("on startup is less than desired",),
+        _F(r"on startup is less than desired GPU memory utilization(?: \((\d+(?:\.\d+)?)\))?"),
+        lambda m: {"gpu_memory_utilization": float(m.group(1))} if m.group(1) else {},
+    ),
+    # engine arguments pasted as JSON or Python keywords: "gpu_memory_utilization": 0.47 / gpu_memory_utilization=0.9
+    Extractor(
+        "config_value",
+        ("gpu_memory_utilization", "max_model_len"),
+        _F(
+            r"[\"']?(gpu_memory_utilization|max_model_len|tensor_parallel_size|max_num_seqs)[\"']?\s*[:=]\s*[\"']?(\d+(?:\.\d+)?)\b"
+        ),
+        lambda m: {"flags": {m.group(1): float(m.group(2)) if "." in m.group(2) else int(m.group(2))}},
+    ),
     # uvicorn's own level format: "ERROR:    [Errno 98] error while attempting to bind on address …"
     Extractor("exception", ("[Errno",), _F(r"^ERROR:\s+\[Errno (\d+)\] (.*)"), _uvicorn_error),
     # vllm-ascend and the RunPod worker's own lines

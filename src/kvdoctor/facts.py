@@ -146,6 +146,7 @@ KNOWN_FACTS = frozenset(
         "budget_shortfall_estimate_gib",
         "utilization_default",
         "earlier_instance_running",
+        "kv_cache_gib_rank_spread",
     }
 )
 FACT_FAMILIES = ("seen.", "gpu.")

@@ -245,6 +245,10 @@ _WRAPPER_SOURCES: tuple[tuple[str, str], ...] = (
         "stamp",
         rf"^\[?{_ISO}\]?(?:\t[\w-]*\t|\s+)(?:\[?(?:info|INFO|warn|WARN|error|ERROR|DEFAULT)\]?\s+(?!\d\d-\d\d \d\d:))?",
     ),
+    # DJL / LMI serving: "WARN  PyProcess W-252-model-stderr: "
+    ("djl", r"^(?:WARN|INFO|ERROR|DEBUG)\s+PyProcess (?P<container>W-\d+-\S+?):\s?"),
+    # Ray's C++ core worker: "[2023-07-11 15:20:41,680 E 42067 42067] logging.cc:97: "
+    ("raycore", r"^\[\d{4}-\d\d-\d\d [\d:,.]+ [IWEF] \d+ \d+\] [\w.]+:\d+: "),
     # journald / syslog: "Aug 19 18:34:30 host vllm[8707]: "
     ("syslog", r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ (?P<container>[\w.@/-]+)(?:\[\d+\])?: "),
     # k9s / boxed terminal views: "│ (APIServer pid=1) INFO … │"
@@ -277,7 +281,9 @@ _HEADER = re.compile(
 )
 _JSON_KEYS = ("log", "message", "msg", "textPayload", "MESSAGE")
 # Cheap gate before the wrapper table: only lines that could start with one are tried.
-_MAYBE_WRAPPED = re.compile(r"^(?:[\d\[_{\s│┃]|[IWEF]\d{4} |[A-Z][a-z]{2} [ \d]\d |[A-Za-z0-9][\w.-]*\s+\|)")
+_MAYBE_WRAPPED = re.compile(
+    r"^(?:[\d\[_{\s│┃]|(?:WARN|INFO|ERROR|DEBUG)\s+PyProcess |[IWEF]\d{4} |[A-Z][a-z]{2} [ \d]\d |[A-Za-z0-9][\w.-]*\s+\|)"
+)
 
 
 def _peel_json(text: str) -> tuple[str, str | None] | None:

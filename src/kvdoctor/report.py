@@ -72,6 +72,12 @@ class AttemptReport:
     facts: dict[str, Any]  # name -> Fact record ({"value", "source", "line"?, "derived"?})
     ranks: tuple[dict[str, Any], ...] = ()
 
+    @property
+    def inconclusive(self) -> bool:
+        """Nothing decided: no rule fired, or only an informational note (a start-up still running)."""
+        top = self.diagnoses[0] if self.diagnoses else None
+        return top is None or (top.klass == "other" and top.severity == "info")
+
     def as_record(self) -> dict[str, Any]:
         return {
             "index": self.index,
@@ -98,7 +104,7 @@ class Report:
         """The attempt the verdict is about: the last one, unless the log ends in a start-up that
         shows no outcome yet (a banner, a command), then the last one that has an outcome."""
         for attempt in reversed(self.attempts):
-            if attempt.verdict != "unknown":
+            if not attempt.inconclusive:
                 return attempt
         return self.attempts[-1] if self.attempts else None
 

@@ -269,6 +269,9 @@ def _build(ld: _Loader, data: dict[str, Any]) -> Rule | None:
             _check_template(ld, text, defines, key)
     remedies = tuple(_remedies(ld, data.get("remedies") or [], defines))
     avoid = tuple(_avoids(ld, data.get("avoid") or [], defines))
+    _check_unused(
+        ld, defines, [when, *(r.when for r in remedies), *(r.value for r in remedies), *(a.when for a in avoid)]
+    )
     bounds = _bounds(ld, data.get("vllm"))
     examples = tuple(_examples(ld, data.get("examples") or {}))
     evidence = tuple(str(e) for e in data.get("evidence") or [])
@@ -316,19 +319,20 @@ def _defines(ld: _Loader, raw: Any) -> dict[str, Node]:
             out[str(name)] = node
     for name, node in out.items():
         _check_names(ld, node, out, f"define.{name}", marks.get(name))
-    used = {n.name for node in out.values() for n in conditions.names(node)}
-    when = ld.marks.get("when")
-    if when is not None and isinstance(when, yaml.ScalarNode):
-        try:
-            used |= {n.name for n in conditions.names(conditions.build(when.value))}
-        except ConditionError:
-            used |= set(out)  # the syntax error is reported already; do not pile on
-    for name in out:
+    return out
+
+
+def _check_unused(ld: _Loader, defines: dict[str, Node], used_in: list[Node | None]) -> None:
+    """A define must be used by `when`, another define, or a remedy's/avoid's `when`/`value`."""
+    used = {n.name for node in [*defines.values(), *used_in] if node is not None for n in conditions.names(node)}
+    if used_in and used_in[0] is None:
+        used |= set(defines)  # `when` did not parse: that error is reported already; do not pile on
+    marks = _mapping_marks(ld.marks["define"]) if "define" in ld.marks else {}
+    for name in defines:
         if name not in used:
             mark = marks.get(name)
             line = mark.start_mark.line + 1 if mark is not None else 1
-            ld.error(f"define.{name}: defined but never used in `when`", line, 1)
-    return out
+            ld.error(f"define.{name}: defined but never used (in `when`, a define, or a remedy/avoid)", line, 1)
 
 
 def _check_names(
