@@ -766,7 +766,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
     ),
     # Ray V0: "Error executing method capture_model. This might cause deadlock …" (often cut short)
     Extractor("engine_failed", ("Error executing",), _F(r"Error executing metho"), _nothing),
-    # C++ exceptions surfaced by Ray / NCCL: "Unhandled exception: St13runtime_error. what(): NCCL Error 5: invalid usage"
+    # C++ exceptions surfaced by Ray / NCCL:
+    # "Unhandled exception: St13runtime_error. what(): NCCL Error 5: invalid usage"
     Extractor(
         "exception", ("what():",), _F(r"what\(\):\s*(.*)"), lambda m: {"type": "CppException", "message": m.group(1)}
     ),

@@ -282,7 +282,8 @@ _HEADER = re.compile(
 _JSON_KEYS = ("log", "message", "msg", "textPayload", "MESSAGE")
 # Cheap gate before the wrapper table: only lines that could start with one are tried.
 _MAYBE_WRAPPED = re.compile(
-    r"^(?:[\d\[_{\s│┃]|(?:WARN|INFO|ERROR|DEBUG)\s+PyProcess |[IWEF]\d{4} |[A-Z][a-z]{2} [ \d]\d |[A-Za-z0-9][\w.-]*\s+\|)"
+    r"^(?:[\d\[_{\s│┃]|(?:WARN|INFO|ERROR|DEBUG)\s+PyProcess |[IWEF]\d{4} |[A-Z][a-z]{2} [ \d]\d "
+    r"|[A-Za-z0-9][\w.-]*\s+\|)"
 )
 
 
