@@ -152,3 +152,98 @@ def test_model_too_large_compares_against_the_ceiling_not_the_current_fraction()
     top = diagnose(log).diagnoses[0]
     assert (top.cause, top.remedies[0].action) == ("utilization_too_low", "raise_gpu_memory_utilization")
     assert 0.85 <= top.remedies[0].value <= 0.95
+
+
+def test_a_quoted_error_above_the_log_joins_the_start_up_it_quotes() -> None:
+    log = "\n".join(
+        [
+            "ValueError: The model's max seq len (4096) is larger than the maximum number of tokens that can be stored "
+            "in KV cache (3664). Try increasing",
+            "INFO 01-11 15:51:02 llm_engine.py:70] Initializing an LLM engine with config: model='m', max_seq_len=4096, "
+            "tensor_parallel_size=1, seed=0)",
+            "INFO 01-11 15:51:30 llm_engine.py:207] # GPU blocks: 229, # CPU blocks: 512",
+        ]
+    )
+    report = diagnose(log)
+    assert len(report.attempts) == 1
+    assert (report.verdict, report.diagnoses[0].remedies[0].action) == (
+        "max_model_len_too_large",
+        "lower_max_model_len",
+    )
+
+
+def test_v0_block_count_below_max_model_len_is_the_max_len_failure() -> None:
+    log = "\n".join(
+        [
+            "INFO 01-11 15:51:02 llm_engine.py:70] Initializing an LLM engine with config: model='m', max_seq_len=4096, "
+            "tensor_parallel_size=1, seed=0)",
+            "INFO 01-11 15:51:30 llm_engine.py:207] # GPU blocks: 229, # CPU blocks: 512",
+            "Traceback (most recent call last):",
+            '  File "/usr/lib/python3/site-packages/vllm/engine/llm_engine.py", line 220, in _init_cache',
+            "    raise ValueError(",
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (report.verdict, top.remedies[0].action, top.remedies[0].value) == (
+        "max_model_len_too_large",
+        "lower_max_model_len",
+        3584,
+    )
+
+
+def test_ranks_that_disagree_by_gibs_share_a_gpu_with_someone() -> None:
+    log = "\n".join(
+        [
+            "(Worker_TP0 pid=10) INFO 06-01 10:00:00 [gpu_worker.py:1] Available KV cache memory: 9.90 GiB",
+            "(Worker_TP1 pid=11) INFO 06-01 10:00:00 [gpu_worker.py:1] Available KV cache memory: -3.86 GiB",
+            "(EngineCore_DP0 pid=9) ERROR 06-01 10:00:01 [core.py:1] ValueError: No available memory for the cache "
+            "blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.cause, top.remedies[0].action) == ("other_process", "free_gpu_memory")
+    assert "raise_gpu_memory_utilization" in [a.action for a in top.avoid]
+
+
+def test_free_memory_error_quoted_without_figures_frees_the_gpu_first() -> None:
+    log = (
+        "vLLMAsyncRollout _loop_forever error: Free memory on device on startup is less than desired GPU memory "
+        "utilization (0.8)"
+    )
+    report = diagnose(log)
+    assert report.verdict == "insufficient_free_memory_at_startup"
+    assert report.diagnoses[0].remedies[0].action == "free_gpu_memory"
+    assert report.facts["gpu_memory_utilization"] == 0.8
+
+
+def test_cpp_nccl_error_in_ray_core_format_is_an_environment_failure() -> None:
+    log = (
+        "[2023-07-11 15:20:41,680 E 42067 42067] logging.cc:97: Unhandled exception: St13runtime_error. "
+        "what(): NCCL Error 5: invalid usage"
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_environment")
+
+
+def test_engine_args_pasted_as_json_are_read() -> None:
+    log = "\n".join(
+        [
+            '{"model": "/models/gemma-2b", "gpu_memory_utilization": 0.47, "max_model_len": 64}',
+            "WARN  PyProcess W-252-model-stderr: INFO 07-01 10:00:00 model_runner.py:1] Loading model weights took 4.7384 GB",
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+            "initializing the engine.",
+        ]
+    )
+    report = diagnose(log)
+    assert report.facts["gpu_memory_utilization"] == 0.47
+    assert report.facts["weights_gib"] == 4.7384
+    assert report.diagnoses[0].cause == "other_process"  # a fraction lowered below one half shares the card
+
+
+def test_a_start_up_still_running_is_not_a_verdict_of_its_own() -> None:
+    log = "\n".join([BANNER, "(APIServer pid=1) INFO 11-01 09:50:12 [utils.py:1] non-default args: {'model': 'm'}"])
+    report = diagnose(log)
+    assert report.verdict == "other" and report.diagnoses[0].severity == "info"
+    assert report.diagnoses[0].remedies[0].action == "collect_more_log"
+    assert report.exit_code("error") == 0
