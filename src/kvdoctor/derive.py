@@ -114,6 +114,9 @@ def _tokens(out: Facts) -> None:
         _put(out, "kv_cache_tokens", blocks * block_size)
     max_len = _v(out, "max_model_len")
     fits = _v(out, "estimated_max_model_len") or _v(out, "max_tokens_in_kv_cache")
+    needed, available = _v(out, "needed_kv_gib"), _v(out, "kv_cache_gib")
+    if fits is None and needed and available and max_len and 0 < available < needed:
+        fits = int(max_len * available / needed)  # KV grows linearly with length (0.7–0.9.0 print no estimate)
     if fits is None and _v(out, "kv_cache_tokens") is not None and max_len is not None:
         tokens = _v(out, "kv_cache_tokens")
         fits = tokens if tokens < max_len else None
