@@ -36,6 +36,8 @@ def ev(expr: str, **facts: Any) -> Any:
         ("x not in [1, 2]", {"x": 3}, True),
         ('s matches "NCCL|EADDRINUSE"', {"s": "NCCL error: unhandled"}, True),
         ("min(a, b) == 2", {"a": 2, "b": 5}, True),
+        ("coalesce(a, 80) * 2 == 160", {}, True),
+        ("coalesce(a, 80) == 3", {"a": 3}, True),
         ("round(a, 1) == 0.3", {"a": 0.31}, True),
         ('vllm_version >= "0.9.1"', {"vllm_version": "0.10.2"}, True),
         ('vllm_version < "0.9.1"', {"vllm_version": "0.6.4.post1"}, True),

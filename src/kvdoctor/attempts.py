@@ -140,11 +140,17 @@ class Attempt:
 
 
 def _quoted_error_only(attempt: Attempt) -> bool:
-    """A ticket title or summary quoting the error above the log it came from: no start marker
-    and no figure, only errors from at most two lines."""
+    """A ticket title or a blog's summary quoting lines above the log they came from: no start
+    marker, and either only errors from at most two lines, or a few bare lines (no vLLM header, no
+    process prefix) that merely repeat figures."""
     kinds = {e.kind for e in attempt.events}
+    if kinds & START_KINDS:
+        return False
     lines = {e.line for e in attempt.events}
-    return not kinds & START_KINDS and kinds <= FATAL_KINDS | {"phase"} | _ERROR_FIGURES and len(lines) <= 2
+    if kinds <= FATAL_KINDS | {"phase"} | _ERROR_FIGURES and len(lines) <= 2:
+        return True
+    bare = all(e.origin.level is None and e.origin.proc is None for e in attempt.events)
+    return bare and len(lines) <= 4
 
 
 _ERROR_FIGURES = frozenset({"max_len_error", "free_memory_error", "no_cache_blocks_error", "cuda_oom"})

@@ -286,6 +286,12 @@ def _call(node: Op, lookup: Lookup, defines: Mapping[str, Node]) -> Any:
         if arg.name in defines:
             return evaluate(defines[arg.name], lookup, defines) is not None
         return _try(lookup, arg.name) is not None
+    if func == "coalesce":  # the first argument that is known
+        for arg in node.args:
+            value = evaluate(arg, lookup, defines)
+            if value is not None:
+                return value
+        return None
     values = [evaluate(a, lookup, defines) for a in node.args]
     if func == "len":
         return None if values[0] is None else len(values[0])

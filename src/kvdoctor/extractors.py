@@ -787,6 +787,16 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         lambda m: {"flags": {m.group(1): float(m.group(2)) if "." in m.group(2) else int(m.group(2))}},
     ),
+    # an exception quoted after other words (a ticket title: "vllm 跨主机启动失败 RuntimeError: NCCL error: …")
+    Extractor(
+        "exception",
+        ("Error: ", "Exception: "),
+        _F(
+            r"^(?!\s*[`'\">]*(?:\w+ )?(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception):)"
+            r".*?\s((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (.+)$"
+        ),
+        _exception,
+    ),
     # uvicorn's own level format: "ERROR:    [Errno 98] error while attempting to bind on address …"
     Extractor("exception", ("[Errno",), _F(r"^ERROR:\s+\[Errno (\d+)\] (.*)"), _uvicorn_error),
     # vllm-ascend and the RunPod worker's own lines

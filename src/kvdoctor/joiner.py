@@ -19,7 +19,7 @@ WRAP_WIDTH = 100  # a physical line at least this long that ends mid-token was c
 _EXC_START = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Interrupt)|AssertionError)\b:\s")
 # A line that starts a new record rather than continuing the message above it.
 _NEW_RECORD = re.compile(
-    r"^\s*(?:$|Traceback|File \"|During handling|The above exception|\[|\(|\$ |#|\||[│╭╰]|"
+    r"^\s*(?:$|Traceback|File \"|During handling|The above exception|\[|\(|\$ |#|\||[│╭╰]|`{3}|~{3}|"
     r"[\w.]+(?:Error|Exception|Interrupt)\b|INFO|WARNING|ERROR|DEBUG|\d{4}-\d\d-\d\d|"
     r"\d\d-\d\d |Process \S+:$|\S+:$|[+=-]{3})"
 )

@@ -249,6 +249,8 @@ _WRAPPER_SOURCES: tuple[tuple[str, str], ...] = (
     ("djl", r"^(?:WARN|INFO|ERROR|DEBUG)\s+PyProcess (?P<container>W-\d+-\S+?):\s?"),
     # Ray's C++ core worker: "[2023-07-11 15:20:41,680 E 42067 42067] logging.cc:97: "
     ("raycore", r"^\[\d{4}-\d\d-\d\d [\d:,.]+ [IWEF] \d+ \d+\] [\w.]+:\d+: "),
+    # a markdown fence glued to the first log line: "```[vllm]: (VllmWorkerProcess pid=90) ERROR …"
+    ("fence", r"^(?:`{3,}|~{3,})[\w-]*\s*(?=\S)"),
     # journald / syslog: "Aug 19 18:34:30 host vllm[8707]: "
     ("syslog", r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ (?P<container>[\w.@/-]+)(?:\[\d+\])?: "),
     # k9s / boxed terminal views: "│ (APIServer pid=1) INFO … │"
@@ -282,7 +284,7 @@ _HEADER = re.compile(
 _JSON_KEYS = ("log", "message", "msg", "textPayload", "MESSAGE")
 # Cheap gate before the wrapper table: only lines that could start with one are tried.
 _MAYBE_WRAPPED = re.compile(
-    r"^(?:[\d\[_{\s│┃]|(?:WARN|INFO|ERROR|DEBUG)\s+PyProcess |[IWEF]\d{4} |[A-Z][a-z]{2} [ \d]\d "
+    r"^(?:[\d\[_{\s│┃`~]|(?:WARN|INFO|ERROR|DEBUG)\s+PyProcess |[IWEF]\d{4} |[A-Z][a-z]{2} [ \d]\d "
     r"|[A-Za-z0-9][\w.-]*\s+\|)"
 )
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kvdoctor.attempts import Attempt, attempt_facts, newest_first, split_attempts
+from kvdoctor.attempts import START_KINDS, Attempt, attempt_facts, newest_first, split_attempts
 from kvdoctor.derive import derive
 from kvdoctor.events import Event, extract
 from kvdoctor.facts import Fact, Facts
@@ -141,6 +141,8 @@ def _still_running(attempt: AttemptResult) -> bool:
     facts = attempt.facts
     if facts.get("failed") and facts["failed"].value:
         return False
+    if not any(e.kind in START_KINDS for e in attempt.events):
+        return False  # quoted lines, not a start-up of its own
     if any(e.kind == "shutdown" for e in attempt.events):
         return False
     kv = [facts[n].value for n in ("kv_cache_gib", "gpu_blocks", "kv_cache_tokens") if n in facts]
