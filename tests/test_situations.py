@@ -247,3 +247,33 @@ def test_a_start_up_still_running_is_not_a_verdict_of_its_own() -> None:
     assert report.verdict == "other" and report.diagnoses[0].severity == "info"
     assert report.diagnoses[0].remedies[0].action == "collect_more_log"
     assert report.exit_code("error") == 0
+
+
+def test_an_exception_named_in_a_warning_is_not_a_failure() -> None:
+    log = "\n".join(
+        [
+            "WARNING 01-01 00:00:00 [utils.py:1] Falling back to the slow path; ImportError: flash_attn is not installed",
+            "INFO 01-01 00:00:05 [gpu_worker.py:1] Available KV cache memory: 6.51 GiB",
+        ]
+    )
+    assert diagnose(log).verdict == "healthy"
+
+
+def test_an_exception_quoted_in_a_ticket_title_is_read() -> None:
+    report = diagnose("vllm 跨主机启动失败 RuntimeError: NCCL error: unhandled system error")
+    assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_environment")
+
+
+def test_a_glued_fence_is_peeled_and_ends_a_message() -> None:
+    log = "\n".join(
+        [
+            "```[vllm]: (VllmWorkerProcess pid=90) ERROR 01-01 00:00:00 multiproc_worker_utils.py:1] Exception in worker "
+            "VllmWorkerProcess while processing method init_device: NCCL error: unhandled system error, Traceback",
+            "ValueError: Free memory on device (0.49/79.32 GiB) on startup is less than desired GPU memory utilization "
+            "(0.6, 47.59 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+            "```",
+        ]
+    )
+    report = diagnose(log)
+    assert report.verdict == "insufficient_free_memory_at_startup"
+    assert not report.facts["error_message"].endswith("`")

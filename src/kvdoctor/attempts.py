@@ -476,11 +476,17 @@ def _engine_fact(sink: _FactSink, attempt: Attempt) -> None:
         sink.put("engine", "v1" if v1 > v0 else "v0", None, rank=1, source="derived", derived=True)
 
 
+def _benign(event: Event) -> bool:
+    """An exception named inside an INFO/WARNING message ("… falling back; ImportError: …") is a
+    message, not the failure: vLLM logs a failing traceback at ERROR (or prints it raw)."""
+    return event.kind == "exception" and event.origin.level in ("INFO", "WARNING", "WARN", "DEBUG")
+
+
 def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
     # a traceback printed at ERROR level by vLLM is a failure even when its exception line was cut
     # a traceback's frames mean a failure even when its header and exception line were cut
     # (unless the server reached serving after them, see `started`)
-    fatal = [e for e in attempt.events if e.kind in FATAL_KINDS or e.kind == "frame"]
+    fatal = [e for e in attempt.events if (e.kind in FATAL_KINDS or e.kind == "frame") and not _benign(e)]
     serving = [e for e in attempt.events if e.kind == "serving"]
     # serving, unless something fatal came after it (uvicorn's "Application startup complete"
     # precedes the port bind, corpus val-other 006)
