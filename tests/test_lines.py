@@ -332,3 +332,17 @@ def test_terminal_wrapped_and_split_messages_are_joined() -> None:
     assert summary == [
         "Free memory on device (110.37/121.69 GiB) on startup. Desired GPU memory utilization is (0.87, 105.87 GiB)."
     ]
+
+
+def test_sparse_reading_keeps_exact_numbers_across_skipped_chunks() -> None:
+    from kvdoctor.lines import CHUNK, iter_sparse_lines
+
+    filler = [
+        f'INFO:     10.0.0.{i % 250}:5000 - "POST /v1/completions HTTP/1.1" 200 OK'.encode() for i in range(120_000)
+    ]
+    startup = b"INFO 11-02 10:01:01 [gpu_worker.py:1] Available KV cache memory: 6.51 GiB"
+    lines = filler + [startup] + filler[:5000]
+    data = b"\n".join(lines) + b"\n"
+    assert len(data) > 3 * CHUNK  # several chunks are skipped before the start-up
+    got = dict(iter_sparse_lines(io.BufferedReader(io.BytesIO(data)), dense_bytes=0))  # type: ignore[arg-type]
+    assert got[len(filler) + 1] == startup

@@ -111,7 +111,7 @@ def iter_raw_lines(stream: BinaryIO) -> Iterator[bytes]:
 # counts, an engine banner/version ("LLM"), an args dump or an error. Serving lines (stats, access
 # log, request log) carry none of them. `benchmarks/throughput.py` greps with the same words.
 FAST_ANCHORS = (b"iB", b"GB", b"rror", b"RROR", b"blocks", b"LLM", b"args:")
-DENSE_BYTES = 8 << 20
+DENSE_BYTES = 4 << 20
 
 
 def _chunk_has_anchor(body: bytes) -> bool:
@@ -150,6 +150,17 @@ def iter_sparse_lines(stream: BinaryIO, dense_bytes: int = DENSE_BYTES) -> Itera
             raise InputError(f"read error after partial input ({exc}); the rest is ignored") from None
         if not chunk:
             break
+        if seen >= dense_bytes and after == 0 and len(tail) < 4096:
+            # the fast path: decide on the chunk itself (no copy); the line cut by the previous
+            # chunk is checked with the start of this one
+            cut = chunk.rfind(b"\n")
+            if cut >= 0 and not _chunk_has_anchor(chunk) and not _chunk_has_anchor(tail + chunk[:64]):
+                number += chunk.count(b"\n", 0, cut + 1)
+                seen += len(tail) + cut + 1
+                tail = chunk[cut + 1 :]
+                before.clear()
+                dropped = number
+                continue
         data = tail + chunk
         cut = data.rfind(b"\n")
         if cut < 0 and len(data) <= CHUNK * 4:
