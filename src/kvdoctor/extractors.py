@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from kvdoctor.units import bytes_or_gib, size_gib, to_float, to_int
@@ -266,22 +267,29 @@ def _profiling_assert(m: re.Match[str]) -> Fields:
     return fields
 
 
-_OOM_FIELDS = (
-    (re.compile(r"Tried to allocate " + _SIZE), "tried_gib"),
-    (re.compile(r"total capac(?:i)?ty of " + _SIZE), "total_gpu_gib"),
-    (re.compile(r"of which " + _SIZE + " is free"), "free_gib"),
-    (re.compile(r"this process has " + _SIZE), "this_process_gib"),
-    (re.compile(r"memory " + _SIZE + r" is allocated by PyTorch"), "allocated_gib"),
+_OOM_FIELD_SOURCES = (
+    (r"Tried to allocate " + _SIZE, "tried_gib"),
+    (r"total capac(?:i)?ty of " + _SIZE, "total_gpu_gib"),
+    (r"of which " + _SIZE + " is free", "free_gib"),
+    (r"this process has " + _SIZE, "this_process_gib"),
+    (r"memory " + _SIZE + r" is allocated by PyTorch", "allocated_gib"),
     (
-        re.compile(r"and " + _SIZE + r" is reserved by PyTorch but unallocated"),
+        r"and " + _SIZE + r" is reserved by PyTorch but unallocated",
         "reserved_unallocated_gib",
     ),
-    (re.compile(r"with " + _SIZE + r" allocated in private pools"), "private_pools_gib"),
+    (r"with " + _SIZE + r" allocated in private pools", "private_pools_gib"),
     # torch <= 2.0: "(GPU 0; 15.78 GiB total capacity; 14.56 GiB already allocated; 3.44 MiB free; …)"
-    (re.compile(_SIZE + r" total capacity;"), "total_gpu_gib"),
-    (re.compile(_SIZE + r" already allocated"), "allocated_gib"),
-    (re.compile(r"; " + _SIZE + r" free;"), "free_gib"),
+    (_SIZE + r" total capacity;", "total_gpu_gib"),
+    (_SIZE + r" already allocated", "allocated_gib"),
+    (r"; " + _SIZE + r" free;", "free_gib"),
 )
+
+
+@lru_cache(maxsize=1)
+def _oom_fields() -> tuple[tuple[re.Pattern[str], str], ...]:
+    return tuple((re.compile(source), name) for source, name in _OOM_FIELD_SOURCES)
+
+
 _OOM_PROCESS = re.compile(r"Process (\d+) has " + _SIZE + " memory in use")
 _OOM_GPU = re.compile(r"\(?GPU (\d+)[;)]? has|\(GPU (\d+);")
 
@@ -289,7 +297,7 @@ _OOM_GPU = re.compile(r"\(?GPU (\d+)[;)]? has|\(GPU (\d+);")
 def _cuda_oom(m: re.Match[str]) -> Fields:
     text = m.string
     fields: Fields = {"device": m.group(1)}
-    for pattern, name in _OOM_FIELDS:
+    for pattern, name in _oom_fields():
         if name in fields:
             continue
         found = pattern.search(text)

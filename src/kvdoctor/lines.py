@@ -9,9 +9,7 @@ line keeps its ORIGINAL 1-based number and what was peeled off.
 
 from __future__ import annotations
 
-import gzip
 import io
-import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -79,6 +77,8 @@ def _maybe_gunzip(stream: BinaryIO) -> BinaryIO:
     buffered: Any = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(stream)
     head = buffered.peek(2)[:2]
     if head == b"\x1f\x8b":
+        import gzip  # only for .gz input
+
         return gzip.GzipFile(fileobj=buffered)  # type: ignore[return-value]
     return buffered  # type: ignore[no-any-return]
 
@@ -205,7 +205,7 @@ def iter_sparse_lines(stream: BinaryIO, dense_bytes: int = DENSE_BYTES) -> Itera
 
 # Raw ESC sequences and the forms they take in pastes: "#033[", "^[[", a literal "\x1b[" / "\033[",
 # and the bare "[1;36m" left when a paste drops the ESC byte (seen in docker logs of 0.4.2..0.11.2).
-_ANSI = re.compile(
+_ANSI = (  # compiled on first use (re caches it): most logs carry no colour
     r"(?:\x1b|#033|\^\[|\\x1b|\\033|\\u001b|\\e)\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|"
     r"\[(?:\d{1,3}(?:;\d{1,3})*)m"
 )
@@ -225,7 +225,7 @@ def decode(raw: bytes) -> str:
             frames = [f for f in text.split("\r") if f.strip()]
             text = frames[-1] if frames else ""
     if "[" in text and _ANSI_HINT.search(text):
-        text = _ANSI.sub("", text)
+        text = re.sub(_ANSI, "", text)
     if "\x00" in text:
         text = text.replace("\x00", "")
     if "&" in text and re.search(_ENTITY, text):  # pasted from a rendered page: "&nbsp;", "&gt;", "&#39;"
@@ -285,7 +285,7 @@ _PROC = re.compile(
     r"(?:, ip=[\w.:-]+)?\)\s?"
 )
 _RANK_IN_PROC = re.compile(r"(?:rank=|TP)(\d+)")  # the tensor-parallel rank, not a DP index
-_REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\]\s*$")
+_REPEATED = r"\s*\[repeated (\d+)x across cluster\]\s*$"  # Ray only: compiled on first use
 # vLLM's own header, every era: "INFO 04-27 10:13:05 llm_engine.py:275] " and
 # "INFO 05-16 18:43:01 [gpu_model_runner.py:1186] " (DEBUG paths may hold "/" and "...").
 _HEADER = re.compile(
@@ -301,6 +301,8 @@ _MAYBE_WRAPPED = re.compile(
 
 
 def _peel_json(text: str) -> tuple[str, str | None] | None:
+    import json  # only for JSON-lines input
+
     try:
         obj = json.loads(text)
     except ValueError:
@@ -363,7 +365,7 @@ def peel(text: str) -> tuple[str, Origin]:
                 rank = int(rm.group(1))
             text = text[m.end() :]
         if text.endswith("]") and "repeated" in text:
-            rep = _REPEATED.search(text)
+            rep = re.search(_REPEATED, text)
             if rep:
                 repeated = int(rep.group(1))
                 text = text[: rep.start()]
