@@ -113,7 +113,12 @@ class Attempt:
         return any(e.kind == kind for e in self.events)
 
     def progressed(self) -> bool:
-        return any(e.kind in PROGRESS_KINDS for e in self.events)
+        # figures quoted bare (no vLLM header, no process prefix) above a log are not a start-up
+        # of their own; an error always is
+        return any(
+            e.kind in FATAL_KINDS or (e.kind in PROGRESS_KINDS and (e.origin.level or e.origin.proc))
+            for e in self.events
+        )
 
     def failed(self) -> bool:
         return any(e.kind in FATAL_KINDS for e in self.events)
@@ -291,6 +296,10 @@ _PHASE_FRAMES = (
         "cuda_graph_capture",
         (
             "capture_model",
+            # V0's worker captures graphs in (_)warm_up_model; V1's compile_or_warm_up_model does
+            # more than that, so the leading space keeps it out
+            " warm_up_model",
+            " _warm_up_model",
             "capture_end",
             "_capture_cudagraphs",
             "capture_graph",
