@@ -277,3 +277,34 @@ def test_a_glued_fence_is_peeled_and_ends_a_message() -> None:
     report = diagnose(log)
     assert report.verdict == "insufficient_free_memory_at_startup"
     assert not report.facts["error_message"].endswith("`")
+
+
+def test_figures_quoted_above_the_log_belong_to_its_start_up() -> None:
+    log = "\n".join(
+        [
+            "vllm serve openai/gpt-oss-20b --max-model-len 131072 --gpu-memory-utilization 0.65",
+            "The log says:",
+            "Model loading took 13.72 GiB memory and 62.336108 seconds",
+            "Available KV cache memory: 36.56 GiB",
+            "(APIServer pid=6539) INFO 04-18 20:22:57 [utils.py:299] vLLM server version 0.19.0, serving model m",
+            "(EngineCore_DP0 pid=7) INFO 04-18 20:23:57 [gpu_worker.py:1] Available KV cache memory: 36.56 GiB",
+            "(APIServer pid=6539) INFO:     Application startup complete.",
+        ]
+    )
+    report = diagnose(log)
+    assert len(report.attempts) == 1 and report.verdict == "healthy"
+    assert report.facts["gpu_memory_utilization"] == 0.65 and report.facts["weights_gib"] == 13.72
+
+
+def test_v0_warm_up_model_traceback_is_graph_capture() -> None:
+    log = "\n".join(
+        [
+            "INFO 02-13 20:40:00 llm_engine.py:1] # GPU blocks: 7754, # CPU blocks: 2048",
+            "Traceback (most recent call last):",
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/worker/worker.py", line 125, in warm_up_model',
+            "    self.model_runner.capture_model(self.gpu_cache)",
+            '  File "/usr/local/lib/python3.10/dist-packages/torch/utils/_contextlib.py", line 115, in decorate_context',
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.klass, top.phase, top.remedies[0].action) == ("cuda_oom", "cuda_graph_capture", "enforce_eager")
