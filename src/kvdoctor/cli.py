@@ -37,7 +37,8 @@ def _parser_for(name: str | None) -> argparse.ArgumentParser:
         description="Diagnose vLLM start-up memory failures from their logs.",
     )
     parser.add_argument("--version", action="version", version=f"kvdoctor {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # an explicit prog keeps argparse from building a help formatter (and importing shutil) up front
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog="kvdoctor")
     for cmd, (module, help_text) in COMMANDS.items():
         cmd_parser = sub.add_parser(cmd, help=help_text, description=help_text)
         if cmd == name:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import locale
 import os
 import sys
 
@@ -52,6 +51,8 @@ def pick_lang(requested: str | None) -> str:
         value = os.environ.get(var)
         if value:
             return "zh" if value.lower().startswith("zh") else "en"
+    import locale  # only when no variable says which language
+
     try:
         loc = locale.getlocale()[0] or ""
     except ValueError:
