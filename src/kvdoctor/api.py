@@ -90,7 +90,8 @@ def _probe_notes(report_facts: dict[str, Any], diagnoses: tuple[Any, ...], live:
     taken = report_facts.get("gpu.taken_at")
     notes = []
     if report_facts.get("gpu.status") != "ok" and str(report_facts.get("gpu.status", "")).startswith("unavailable"):
-        return [f"{where} is unavailable ({report_facts['gpu.status']}); the diagnosis uses the log only"]
+        reason = str(report_facts["gpu.status"]).removeprefix("unavailable:").strip()
+        return [f"{where} is unavailable ({reason}); the diagnosis uses the log only"]
     held = report_facts.get("gpu.other_process_gib")
     pids = report_facts.get("gpu.other_pids") or []
     top = diagnoses[0] if diagnoses else None
