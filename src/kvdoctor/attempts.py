@@ -17,33 +17,6 @@ from kvdoctor.facts import Fact, Facts
 from kvdoctor.versions import Version, clues_in, fmt, narrow, parse_version
 
 START_KINDS = frozenset({"engine_banner", "args", "version", "command_line"})
-PROGRESS_KINDS = frozenset(
-    {
-        "weights_loaded",
-        "profile_v064",
-        "profile_budget",
-        "profile_breakdown",
-        "profile_summary",
-        "available_kv_memory",
-        "gpu_blocks",
-        "kv_cache_size",
-        "graph_capture_done",
-        "serving",
-        "no_cache_blocks_error",
-        "max_len_error",
-        "free_memory_error",
-        "cuda_oom",
-        "warmup_oom",
-        "profiling_assert",
-        "mamba_blocks_error",
-        "auto_fit_error",
-        "engine_failed",
-        "exception",
-        "startup_memory_summary",
-        "batched_tokens_error",
-        "traceback",
-    }
-)
 FATAL_KINDS = frozenset(
     {
         "no_cache_blocks_error",
@@ -60,6 +33,20 @@ FATAL_KINDS = frozenset(
         "traceback",
     }
 )
+# Figures and outcomes that show a start-up got under way (a later start marker begins a new one).
+PROGRESS_KINDS = FATAL_KINDS | {
+    "weights_loaded",
+    "profile_v064",
+    "profile_budget",
+    "profile_breakdown",
+    "profile_summary",
+    "available_kv_memory",
+    "gpu_blocks",
+    "kv_cache_size",
+    "graph_capture_done",
+    "serving",
+    "startup_memory_summary",
+}
 
 # Dump keys -> fact names, for the banner, `args:` and `non-default args:` dumps.
 _DUMP_KEYS = {

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kvdoctor.api import report_for
-from kvdoctor.attempts import START_KINDS, Attempt
+from kvdoctor.attempts import FATAL_KINDS, START_KINDS, Attempt
 from kvdoctor.events import Event, extract
 from kvdoctor.joiner import Joiner
 from kvdoctor.lines import Line, decode, peel
@@ -16,21 +16,7 @@ from kvdoctor.report import Report
 from kvdoctor.rules import Rule, rules_for
 
 # Events after which the verdict is worth announcing.
-DECISIVE = frozenset(
-    {
-        "no_cache_blocks_error",
-        "max_len_error",
-        "free_memory_error",
-        "cuda_oom",
-        "warmup_oom",
-        "profiling_assert",
-        "mamba_blocks_error",
-        "auto_fit_error",
-        "batched_tokens_error",
-        "exception",
-        "serving",
-    }
-)
+DECISIVE = (FATAL_KINDS - {"engine_failed", "traceback"}) | {"serving"}  # wrappers come before the cause
 MAX_EVENTS = 20000  # a pathological attempt (a crash loop in one "attempt") stays bounded
 
 
