@@ -53,6 +53,7 @@ def derive(facts: Facts) -> Facts:
     if "gpu_memory_utilization" not in out and "kv_cache_memory_bytes" not in out and out:
         _put(out, "gpu_memory_utilization", default_utilization(out), source="default")
         _put(out, "utilization_default", True, source="default")
+        _put(out, "gpu_memory_utilization_note", "vLLM's default: the log does not show the fraction", source="default")
     total, util = _v(out, "total_gpu_gib"), _v(out, "gpu_memory_utilization")
     if total is not None and util is not None:
         _put(out, "budget_gib", total * util)

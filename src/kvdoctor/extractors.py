@@ -805,6 +805,23 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         _exception,
     ),
+    # a flag quoted in prose or a ticket: "under `--gpu-memory-utilization 0.3`" (the weakest source)
+    Extractor(
+        "config_value",
+        ("--gpu-memory-utilization ", "--gpu-memory-utilization=", "--max-model-len"),
+        _F(r"--(gpu-memory-utilization|max-model-len)[ =](\d+(?:\.\d+)?)\b"),
+        lambda m: {
+            "flags": {m.group(1).replace("-", "_"): float(m.group(2)) if "." in m.group(2) else int(m.group(2))}
+        },
+    ),
+    # a code line inside a traceback names the step even when the frame is a wrapper
+    # ("    cuda_graph_memory_bytes = self.model_runner.capture_model()")
+    Extractor(
+        "frame",
+        ("capture_model(", "_dummy_sampler_run(", "profile_run(", "load_model("),
+        _F(r"^\s+.*?\b(capture_model|_dummy_sampler_run|profile_run|load_model)\("),
+        lambda m: {"file": "<code>", "function": m.group(1)},
+    ),
     # uvicorn's own level format: "ERROR:    [Errno 98] error while attempting to bind on address …"
     Extractor("exception", ("[Errno",), _F(r"^ERROR:\s+\[Errno (\d+)\] (.*)"), _uvicorn_error),
     # vllm-ascend and the RunPod worker's own lines

@@ -147,6 +147,7 @@ KNOWN_FACTS = frozenset(
         "utilization_default",
         "earlier_instance_running",
         "kv_cache_gib_rank_spread",
+        "gpu_memory_utilization_note",
     }
 )
 FACT_FAMILIES = ("seen.", "gpu.")
