@@ -308,3 +308,27 @@ def test_v0_warm_up_model_traceback_is_graph_capture() -> None:
     )
     top = diagnose(log).diagnoses[0]
     assert (top.klass, top.phase, top.remedies[0].action) == ("cuda_oom", "cuda_graph_capture", "enforce_eager")
+
+
+def test_a_flag_quoted_in_prose_is_read_and_the_default_is_named_as_such() -> None:
+    stated = diagnose("It fails under `--gpu-memory-utilization 0.3`: `Available KV cache memory: -2.8 GiB`")
+    assert stated.facts["gpu_memory_utilization"] == 0.3
+    unstated = diagnose(
+        "(EngineCore_DP0 pid=5) INFO 01-01 00:00:00 [gpu_worker.py:1] Available KV cache memory: -2.8 GiB\n"
+        "ValueError: No available memory for the cache blocks."
+    )
+    texts = [r.text for r in unstated.diagnoses[0].remedies]
+    assert any("vLLM's default" in t for t in texts)
+
+
+def test_a_traceback_cut_in_v1_graph_capture_is_read_from_its_code_line() -> None:
+    log = "\n".join(
+        [
+            '(Worker_TP2 pid=99) ERROR 04-09 20:31:10 [multiproc_executor.py:949]   File "/venv/vllm/v1/worker/gpu_worker.py", '
+            "line 588, in compile_or_warm_up_model",
+            "(Worker_TP2 pid=99) ERROR 04-09 20:31:10 [multiproc_executor.py:949]     cuda_graph_memory_bytes = "
+            "self.model_runner.capture_model()",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.klass, top.phase, top.remedies[0].action) == ("cuda_oom", "cuda_graph_capture", "enforce_eager")
