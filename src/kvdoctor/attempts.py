@@ -13,7 +13,7 @@ from typing import Any
 
 from kvdoctor.dumps import parse_dump
 from kvdoctor.events import Event
-from kvdoctor.facts import Fact, Facts
+from kvdoctor.facts import FIGURES, Fact, Facts
 from kvdoctor.versions import Version, clues_in, fmt, narrow, parse_version
 
 START_KINDS = frozenset({"engine_banner", "args", "version", "command_line"})
@@ -221,36 +221,26 @@ def _dump_facts(sink: _FactSink, event: Event, values: dict[str, Any], rank: int
         sink.put(name, value, event, rank=rank, source="config")
 
 
+# Figures an event carries under its fact name (max_model_len has its own precedence).
+_SIMPLE_FIGURES = tuple(n for n in FIGURES if n != "max_model_len") + (
+    "kv_cache_memory_bytes",
+    "cuda_graph_estimate_gib",
+    "budget_gib",
+    "consumed_gib",
+    "needed_kv_gib",
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "mamba_blocks",
+    "suggested_utilization",
+    "kv_cache_memory_bytes_to_fit",
+    "kv_cache_memory_bytes_full",
+)
+
+
 def _figure_facts(sink: _FactSink, event: Event) -> None:
     f = event.fields
     kind = event.kind
-    simple = (
-        "weights_gib",
-        "total_gpu_gib",
-        "gpu_memory_utilization",
-        "activation_peak_gib",
-        "non_torch_gib",
-        "cuda_graph_gib",
-        "kv_cache_gib",
-        "gpu_blocks",
-        "kv_cache_tokens",
-        "max_concurrency",
-        "max_tokens_in_kv_cache",
-        "estimated_max_model_len",
-        "free_gpu_gib_at_startup",
-        "requested_gib",
-        "kv_cache_memory_bytes",
-        "cuda_graph_estimate_gib",
-        "budget_gib",
-        "consumed_gib",
-        "needed_kv_gib",
-        "max_num_batched_tokens",
-        "max_num_seqs",
-        "mamba_blocks",
-        "suggested_utilization",
-        "kv_cache_memory_bytes_to_fit",
-        "kv_cache_memory_bytes_full",
-    )
+    simple = _SIMPLE_FIGURES
     if kind == "cuda_oom":
         return  # OOM figures get their own oom_* names (see _oom_facts)
     for name in simple:
