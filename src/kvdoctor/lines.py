@@ -385,6 +385,13 @@ def peel(text: str) -> tuple[str, Origin]:
 _EMBEDDED_PROC = r"(?<=\S)\s*(?=\((?:[A-Za-z_][\w\-: ]*?) pid=\d+(?:, ip=[\w.:-]+)?\) )"  # compiled on first use
 
 
+def _maybe_embedded(text: str) -> bool:
+    """Cheap gate for the per-line hot path: a second process prefix, or one not at the start.
+    Most V1 lines hold exactly one `pid=`, in their own leading prefix."""
+    count = text.count("pid=")
+    return count > 1 or (count == 1 and not text.lstrip().startswith("("))
+
+
 def _split_records(text: str) -> list[str]:
     pieces = [p for p in re.split(_EMBEDDED_PROC, text) if p.strip()]
     return pieces or [text]
@@ -425,7 +432,7 @@ def normalise(raw_lines: Iterable[bytes | str | tuple[int, bytes]], start: int =
             yield Line(number, "", "", NO_ORIGIN)
             continue
         text = decode(raw) if isinstance(raw, bytes) else decode(raw.encode("utf-8", "replace"))
-        if "pid=" in text and re.compile(_EMBEDDED_PROC).search(text, 1):
+        if _maybe_embedded(text) and re.compile(_EMBEDDED_PROC).search(text, 1):
             for piece in _split_records(text):  # records run together in a flattened paste
                 message, origin = peel(piece)
                 yield Line(number, message, piece, origin)

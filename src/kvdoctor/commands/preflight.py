@@ -194,6 +194,17 @@ def _check_dict(c: DeviceCheck) -> dict[str, Any]:
 # ---- command adapter ---------------------------------------------------------------------
 
 
+def add_wait_arguments(
+    parser: argparse.ArgumentParser, *, wait_default: float | None, wait_help: str, probe_file_help: str
+) -> None:
+    """--wait, --interval and --probe-file, shared with `kvdoctor run --preflight`."""
+    parser.add_argument("--wait", type=float, default=wait_default, metavar="SECONDS", help=wait_help)
+    parser.add_argument(
+        "--interval", type=float, default=2.0, metavar="S", help="seconds between probes while waiting (default 2)"
+    )
+    parser.add_argument("--probe-file", metavar="F", help=probe_file_help)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gpu-memory-utilization",
@@ -202,24 +213,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="U",
         help="the fraction you will pass to vllm serve",
     )
-    parser.add_argument(
-        "--wait",
-        type=float,
-        default=0.0,
-        metavar="SECONDS",
-        help="keep probing until the GPUs are free, for up to SECONDS",
-    )
-    parser.add_argument(
-        "--interval",
-        type=float,
-        default=2.0,
-        metavar="S",
-        help="seconds between probes while waiting (default 2)",
-    )
-    parser.add_argument(
-        "--probe-file",
-        metavar="F",
-        help="a saved snapshot (probe JSON or nvidia-smi text) instead of NVML",
+    add_wait_arguments(
+        parser,
+        wait_default=0.0,
+        wait_help="keep probing until the GPUs are free, for up to SECONDS",
+        probe_file_help="a saved snapshot (probe JSON or nvidia-smi text) instead of NVML",
     )
     parser.add_argument(
         "--devices",

@@ -20,7 +20,13 @@ from types import FrameType
 from typing import Any
 
 from kvdoctor.commands._common import error, pick_lang
-from kvdoctor.commands.preflight import PreflightResult, Readiness, render_text, wait_until_ready
+from kvdoctor.commands.preflight import (
+    PreflightResult,
+    Readiness,
+    add_wait_arguments,
+    render_text,
+    wait_until_ready,
+)
 from kvdoctor.commands.watch import (
     Announcer,
     Passthrough,
@@ -47,24 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="check free GPU memory >= utilization × total before launching",
     )
-    parser.add_argument(
-        "--wait",
-        type=float,
-        default=None,
-        metavar="S",
-        help="with preflight (implied): wait up to S seconds for the GPUs to free",
-    )
-    parser.add_argument(
-        "--interval",
-        type=float,
-        default=2.0,
-        metavar="S",
-        help="seconds between probes while waiting (default 2)",
-    )
-    parser.add_argument(
-        "--probe-file",
-        metavar="F",
-        help="preflight from a saved probe JSON or nvidia-smi text, not NVML",
+    add_wait_arguments(
+        parser,
+        wait_default=None,
+        wait_help="with preflight (implied): wait up to SECONDS for the GPUs to free",
+        probe_file_help="preflight from a saved probe JSON or nvidia-smi text, not NVML",
     )
     parser.add_argument(
         "--require-gpu",
