@@ -14,10 +14,10 @@ from pathlib import Path
 
 import yaml
 
-from kvdoctor import facts as facts_module
 from kvdoctor.api import diagnose
-from kvdoctor.lines import iter_raw_lines, open_source
-from kvdoctor.pipeline import analyse_lines
+from kvdoctor.reader import facts as facts_module
+from kvdoctor.reader.lines import iter_raw_lines, open_source
+from kvdoctor.reader.pipeline import analyse_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = facts_module.FIGURES

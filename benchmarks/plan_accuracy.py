@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvdoctor.catalog import find_model
-from kvdoctor.kvmath import PlanRequest, kv_capacity, kv_layout, make_plan
+from kvdoctor.memory.catalog import find_model
+from kvdoctor.memory.kvmath import PlanRequest, kv_capacity, kv_layout, make_plan
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ CASES = [
 def _kv_only(case: Case) -> tuple[float, int]:
     entry = find_model(case.model)
     assert entry is not None
-    from kvdoctor.kvmath import era_for
+    from kvdoctor.memory.kvmath import era_for
 
     cap = kv_capacity(
         kv_layout(entry.config, tp=case.tp),

@@ -23,8 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "fixtures" / "corpus"
-# the anchor words kvdoctor's reader skips on (kvdoctor.lines.FAST_ANCHORS), for grep too
-from kvdoctor.lines import FAST_ANCHORS  # noqa: E402
+# the anchor words kvdoctor's reader skips on (kvdoctor.reader.lines.FAST_ANCHORS), for grep too
+from kvdoctor.reader.lines import FAST_ANCHORS  # noqa: E402
 
 ANCHORS = [a.decode() for a in FAST_ANCHORS]
 

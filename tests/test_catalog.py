@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kvdoctor.catalog import (
+from kvdoctor.memory.catalog import (
     CatalogError,
     find_gpu,
     find_model,

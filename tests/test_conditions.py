@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kvdoctor.conditions import ConditionError, build, evaluate
+from kvdoctor.diagnosis.conditions import ConditionError, build, evaluate
 
 
 def ev(expr: str, **facts: Any) -> Any:

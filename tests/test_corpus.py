@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from kvdoctor.api import diagnose
-from kvdoctor.lines import iter_raw_lines, open_source
-from kvdoctor.pipeline import analyse_lines
+from kvdoctor.reader.lines import iter_raw_lines, open_source
+from kvdoctor.reader.pipeline import analyse_lines
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 LABELS: list[dict[str, Any]] = yaml.safe_load((CORPUS / "labels.yaml").read_text())
@@ -97,7 +97,7 @@ def test_start_up_inside_a_long_serving_log_reads_the_same(label: dict[str, Any]
     import io
 
     from kvdoctor.api import report_for
-    from kvdoctor.lines import iter_sparse_lines
+    from kvdoctor.reader.lines import iter_sparse_lines
 
     if label["file"].startswith("045-"):
         pytest.skip("a traceback cut before its exception line is read only in the dense prefix")

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kvdoctor.events import extract
-from kvdoctor.lines import Line, peel
+from kvdoctor.reader.events import extract
+from kvdoctor.reader.lines import Line, peel
 
 
 def events_of(raw: str) -> dict[str, dict[str, Any]]:
@@ -423,7 +423,7 @@ def test_look_alikes_are_not_errors(raw: str) -> None:
 
 
 def test_banner_dump_is_parsed_with_the_grammar() -> None:
-    from kvdoctor.dumps import parse_dump
+    from kvdoctor.reader.dumps import parse_dump
 
     dump = events_of(
         "INFO 06-11 llm_engine.py:1] Initializing an LLM engine (v0.6.3) with config: model='m', "
@@ -437,7 +437,7 @@ def test_banner_dump_is_parsed_with_the_grammar() -> None:
 
 
 def test_namespace_and_non_default_args() -> None:
-    from kvdoctor.dumps import parse_dump
+    from kvdoctor.reader.dumps import parse_dump
 
     ns = parse_dump(
         "Namespace(host=None, port=8000, model='m', gpu_memory_utilization=0.9, max_num_seqs=256, "

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from kvdoctor.api import diagnose
-from kvdoctor.events import extract
-from kvdoctor.joiner import join_lines
-from kvdoctor.lines import normalise
+from kvdoctor.reader.events import extract
+from kvdoctor.reader.joiner import join_lines
+from kvdoctor.reader.lines import normalise
 
 EXAMPLES = Path(__file__).parent / "fixtures" / "vllm-log-formats.examples.txt"
 _FIGURE = re.compile(

@@ -6,8 +6,8 @@ import shlex
 
 import pytest
 
-from kvdoctor.fixcmd import ACTION_FLAGS, apply_flag, correct_argv, flag_value
-from kvdoctor.report import Remedy
+from kvdoctor.diagnosis.report import Remedy
+from kvdoctor.live.fixcmd import ACTION_FLAGS, apply_flag, correct_argv, flag_value
 
 BASE = shlex.split(
     "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 32768 --gpu-memory-utilization 0.95 --port 8000"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kvdoctor.catalog import find_model
-from kvdoctor.kvmath import (
+from kvdoctor.memory.catalog import find_model
+from kvdoctor.memory.kvmath import (
     Era,
     derive_for_diagnosis,
     estimate_weights,
@@ -57,7 +57,7 @@ def test_pinned_kv_bytes(name: str, tp: int, per_token: int, per_block: int) -> 
 
 
 def test_every_catalog_entry_matches_its_reference_figure() -> None:
-    from kvdoctor.catalog import models
+    from kvdoctor.memory.catalog import models
 
     checked = 0
     for entry in models():
@@ -155,7 +155,7 @@ LOG_054 = (
 
 
 def test_corpus_054_budget_reproduces_kv_gib() -> None:
-    from kvdoctor.kvmath import make_budget
+    from kvdoctor.memory.kvmath import make_budget
 
     budget = make_budget(
         Era.V1_GRAPHS,
@@ -195,7 +195,7 @@ LOG_084 = (
 
 
 def test_corpus_084_graph_estimate_equivalent_fraction() -> None:
-    from kvdoctor.catalog import find_gpu
+    from kvdoctor.memory.catalog import find_gpu
 
     total = find_gpu("rtx-3090").total_gib  # type: ignore[union-attr]
     graph_gib = 0.17

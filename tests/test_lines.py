@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from kvdoctor.lines import InputError, Line, decode, iter_raw_lines, normalise, open_source, peel
+from kvdoctor.reader.lines import InputError, Line, decode, iter_raw_lines, normalise, open_source, peel
 
 MSG = "Available KV cache memory: 6.51 GiB"
 
@@ -228,7 +228,7 @@ def test_no_newline_pathological_line_is_cut() -> None:
 
 
 def test_sparse_reading_keeps_windows_and_numbers() -> None:
-    from kvdoctor.lines import WINDOW_BEFORE, iter_sparse_lines
+    from kvdoctor.reader.lines import WINDOW_BEFORE, iter_sparse_lines
 
     serving = [
         f"INFO 11-02 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: {i}.0 tokens/s".encode()
@@ -249,7 +249,7 @@ def test_sparse_reading_keeps_windows_and_numbers() -> None:
 
 
 def test_sparse_reading_is_identical_for_small_inputs() -> None:
-    from kvdoctor.lines import iter_sparse_lines
+    from kvdoctor.reader.lines import iter_sparse_lines
 
     data = b"a\nb\r\n\nlast-without-newline"
     assert list(iter_sparse_lines(io.BufferedReader(io.BytesIO(data)))) == [  # type: ignore[arg-type]
@@ -309,7 +309,7 @@ def test_records_run_together_are_split() -> None:
 
 
 def test_terminal_wrapped_and_split_messages_are_joined() -> None:
-    from kvdoctor.joiner import join_lines
+    from kvdoctor.reader.joiner import join_lines
 
     wrapped = [
         b"(EngineCore pid=316) ValueError: To serve at least one request with the model's max seq len (100000), (4.26 GiB KV cach",
@@ -335,7 +335,7 @@ def test_terminal_wrapped_and_split_messages_are_joined() -> None:
 
 
 def test_sparse_reading_keeps_exact_numbers_across_skipped_chunks() -> None:
-    from kvdoctor.lines import CHUNK, iter_sparse_lines
+    from kvdoctor.reader.lines import CHUNK, iter_sparse_lines
 
     filler = [
         f'INFO:     10.0.0.{i % 250}:5000 - "POST /v1/completions HTTP/1.1" 200 OK'.encode() for i in range(120_000)

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from kvdoctor.ticket import BEGIN
+from kvdoctor.ticket.sections import BEGIN
 
 ROOT = Path(__file__).resolve().parents[1]
 TICKETS = ROOT / "tests" / "fixtures" / "tickets"

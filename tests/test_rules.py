@@ -9,8 +9,8 @@ import pytest
 
 from kvdoctor.api import diagnose
 from kvdoctor.cli import main
-from kvdoctor.rules import RuleLoadError, builtin_rules_dir, load_rules
-from kvdoctor.ruletest import run_examples
+from kvdoctor.diagnosis.rules import RuleLoadError, builtin_rules_dir, load_rules
+from kvdoctor.diagnosis.ruletest import run_examples
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RULES = load_rules([builtin_rules_dir()])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kvdoctor.stream import LiveDiagnoser
+from kvdoctor.live.stream import LiveDiagnoser
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 

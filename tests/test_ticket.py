@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kvdoctor.cli import main
-from kvdoctor.ticket import (
+from kvdoctor.ticket.sections import (
     BEGIN,
     END,
     BlockKind,

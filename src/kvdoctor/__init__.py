@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from kvdoctor._version import __version__
 
 if TYPE_CHECKING:
-    from kvdoctor.report import Report
+    from kvdoctor.diagnosis.report import Report
 
 __all__ = ["__version__", "diagnose"]
 

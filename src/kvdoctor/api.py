@@ -7,12 +7,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kvdoctor.engine import evaluate_attempt, external_fact
-from kvdoctor.facts import Facts
-from kvdoctor.lines import iter_sparse_lines, open_source
-from kvdoctor.pipeline import Analysis, analyse_lines
-from kvdoctor.report import Report
-from kvdoctor.rules import Rule, rules_for
+from kvdoctor.diagnosis.engine import evaluate_attempt, external_fact
+from kvdoctor.diagnosis.report import Report
+from kvdoctor.diagnosis.rules import Rule, rules_for
+from kvdoctor.reader.facts import Facts
+from kvdoctor.reader.lines import iter_sparse_lines, open_source
+from kvdoctor.reader.pipeline import Analysis, analyse_lines
 
 Source = str | bytes | Path | Iterable[str]
 
@@ -23,7 +23,7 @@ def _raw_lines(source: Source) -> tuple[str, Iterable[bytes | str | tuple[int, b
     if isinstance(source, Path) or source == "-":
         return str(source), iter_sparse_lines(open_source(str(source)))
     if isinstance(source, bytes):
-        from kvdoctor.lines import _maybe_gunzip
+        from kvdoctor.reader.lines import _maybe_gunzip
 
         return "<bytes>", iter_sparse_lines(_maybe_gunzip(io.BytesIO(source)))
     if isinstance(source, str):

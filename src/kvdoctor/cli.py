@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from kvdoctor import __version__
+from kvdoctor._version import __version__
 from kvdoctor.exitcodes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE
 
 # name -> (module, one-line help). A literal you can grep.

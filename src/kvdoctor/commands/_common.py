@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from kvdoctor.lines import InputError, iter_sparse_lines, open_source
+from kvdoctor.reader.lines import InputError, iter_sparse_lines, open_source
 
 
 def add_input(parser: argparse.ArgumentParser, *, many: bool = False) -> None:

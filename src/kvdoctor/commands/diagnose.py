@@ -17,9 +17,9 @@ from kvdoctor.commands._common import (
     pick_lang,
     use_color,
 )
+from kvdoctor.diagnosis.rules import RuleLoadError, rules_for
 from kvdoctor.exitcodes import EXIT_USAGE
 from kvdoctor.render import FORMATS, render
-from kvdoctor.rules import RuleLoadError, rules_for
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,8 +8,8 @@ import sys
 
 from kvdoctor.commands._common import InputError, add_input, error, raw_lines
 from kvdoctor.exitcodes import EXIT_OK, EXIT_USAGE
-from kvdoctor.lines import normalise
-from kvdoctor.pipeline import iter_events, smi_reader
+from kvdoctor.reader.lines import normalise
+from kvdoctor.reader.pipeline import iter_events, smi_reader
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

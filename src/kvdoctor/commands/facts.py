@@ -9,7 +9,7 @@ from typing import Any
 
 from kvdoctor.commands._common import InputError, add_input, error, raw_lines
 from kvdoctor.exitcodes import EXIT_OK, EXIT_USAGE
-from kvdoctor.pipeline import Analysis, analyse_lines
+from kvdoctor.reader.pipeline import Analysis, analyse_lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

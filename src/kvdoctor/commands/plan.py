@@ -11,9 +11,9 @@ import sys
 from io import StringIO
 from typing import Any
 
-from kvdoctor.catalog import CatalogError, find_gpu, resolve_model, suggest_gpus, suggest_models
 from kvdoctor.exitcodes import EXIT_FINDING, EXIT_OK, EXIT_USAGE
-from kvdoctor.kvmath_plan import Plan, PlanRequest, fixes, make_plan, serve_command
+from kvdoctor.memory.catalog import CatalogError, find_gpu, resolve_model, suggest_gpus, suggest_models
+from kvdoctor.memory.plan import Plan, PlanRequest, fixes, make_plan, serve_command
 
 KV_DTYPES = (
     "auto",

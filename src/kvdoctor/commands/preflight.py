@@ -285,10 +285,10 @@ def _required_gib(args: argparse.Namespace, probe: GpuProbe) -> float | None:
     """Memory the model needs inside the budget: weights, activations, non-torch memory and
     graphs as ``kvdoctor plan`` estimates them, plus the KV cache of one full-length sequence."""
     try:  # the arithmetic is another part of kvdoctor; preflight works without it
-        catalog: Any = importlib.import_module("kvdoctor.catalog")
-        kvplan: Any = importlib.import_module("kvdoctor.kvmath_plan")
+        catalog: Any = importlib.import_module("kvdoctor.memory.catalog")
+        kvplan: Any = importlib.import_module("kvdoctor.memory.plan")
     except ImportError:
-        raise _Usage("--model needs kvdoctor.kvmath, which this install lacks; drop --model") from None
+        raise _Usage("--model needs kvdoctor.memory.kvmath, which this install lacks; drop --model") from None
     devices = [d for d in probe.snapshot().visible_devices() if d.total_gib]
     if not devices:
         return None  # check_ready reports the missing GPU itself

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from kvdoctor.diagnosis.rules import Rule, RuleLoadError, builtin_rules_dir, load_rules
 from kvdoctor.exitcodes import EXIT_FINDING, EXIT_OK, EXIT_USAGE
-from kvdoctor.rules import Rule, RuleLoadError, builtin_rules_dir, load_rules
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def _list(rules: list[Rule]) -> int:
 
 
 def _test(rules: list[Rule]) -> int:
-    from kvdoctor.ruletest import run_examples
+    from kvdoctor.diagnosis.ruletest import run_examples
 
     failures = 0
     for rule in rules:

@@ -36,12 +36,12 @@ from kvdoctor.commands.watch import (
     open_sink,
     tee,
 )
+from kvdoctor.diagnosis.report import Report
 from kvdoctor.exitcodes import EXIT_FINDING, EXIT_USAGE
-from kvdoctor.fixcmd import ACTION_FLAGS, DEFAULT_UTILIZATION, apply_flag, correct_argv
+from kvdoctor.live.fixcmd import ACTION_FLAGS, DEFAULT_UTILIZATION, apply_flag, correct_argv
+from kvdoctor.live.stream import LiveDiagnoser
 from kvdoctor.probe import FileProbe, GpuProbe, NvmlProbe, ProbeError, Snapshot
-from kvdoctor.report import Report
-from kvdoctor.stream import LiveDiagnoser
-from kvdoctor.vllmargs import parse_vllm_argv
+from kvdoctor.reader.vllmargs import parse_vllm_argv
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 

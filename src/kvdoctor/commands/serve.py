@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         error(f"serve: {exc}")
         return EXIT_USAGE
-    from kvdoctor.rules import RuleLoadError, rules_for
+    from kvdoctor.diagnosis.rules import RuleLoadError, rules_for
 
     try:
         rules_for()

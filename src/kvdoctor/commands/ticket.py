@@ -12,9 +12,9 @@ from pathlib import Path
 
 from kvdoctor.commands._common import add_lang_argument, add_rules_argument, error
 from kvdoctor.commands.watch import load_rules
+from kvdoctor.diagnosis.rules import Rule
 from kvdoctor.exitcodes import EXIT_FINDING, EXIT_OK, EXIT_USAGE
-from kvdoctor.rules import Rule
-from kvdoctor.ticket import TicketError, TicketResult, check_ticket
+from kvdoctor.ticket.sections import TicketError, TicketResult, check_ticket
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from kvdoctor.commands._common import add_lang_argument, add_rules_argument, error, pick_lang, use_color
+from kvdoctor.diagnosis.report import Report
+from kvdoctor.diagnosis.rules import Rule, RuleLoadError, rules_for
 from kvdoctor.exitcodes import EXIT_INTERRUPTED, EXIT_USAGE
+from kvdoctor.live.stream import LiveDiagnoser
 from kvdoctor.render import FORMATS, render
-from kvdoctor.report import Report
-from kvdoctor.rules import Rule, RuleLoadError, rules_for
-from kvdoctor.stream import LiveDiagnoser
 
 QUIET_S = 0.3  # LiveDiagnoser holds the last line back to join wrapped messages; flush after this
 CHUNK = 65536

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from kvdoctor.report import Report
+from kvdoctor.diagnosis.report import Report
 
 FORMATS = ("text", "json", "markdown")
 

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from kvdoctor.diagnosis.report import Report
 from kvdoctor.render.labels import label
-from kvdoctor.report import Report
 
 _SEGMENTS = (  # fact, name, colour
     ("weights_gib", "weights", "blue"),

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
-from kvdoctor import __version__
+from kvdoctor._version import __version__
+from kvdoctor.server.errors import DiagnoseTimeout, HttpError
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -48,18 +49,6 @@ class ServerConfig:
     log_content: bool = False
     threads: int = 8
     slack: Any = None  # kvdoctor.server.slack.SlackConfig, or None: the Slack route is off
-
-
-class HttpError(Exception):
-    """A one-line client error: `kvdoctor: <where>: <what>; <what to do>`."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class DiagnoseTimeout(Exception):
-    pass
 
 
 @dataclass(frozen=True)
@@ -413,7 +402,7 @@ class KvdoctorApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                from kvdoctor.rules import RuleLoadError, rules_for
+                from kvdoctor.diagnosis.rules import RuleLoadError, rules_for
 
                 try:  # load the rules once, before the first request pays for it
                     await asyncio.get_running_loop().run_in_executor(self.executor, rules_for)

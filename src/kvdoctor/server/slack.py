@@ -33,6 +33,7 @@ from kvdoctor.render.slack import (
     slack_text,
     unpack_share,
 )
+from kvdoctor.server.errors import DiagnoseTimeout
 
 LOG = logging.getLogger("kvdoctor.server.slack")
 MAX_SKEW_S = 300
@@ -323,7 +324,6 @@ class SlackWorker:
         self.endpoint, self.client, self.config = endpoint, client, endpoint.config
 
     async def _records(self, log: bytes, lang: str) -> tuple[dict[str, Any] | None, str]:
-        from kvdoctor.server.app import DiagnoseTimeout
 
         try:
             return await self.endpoint.diagnose(log, lang, name="slack"), ""

@@ -1,0 +1,190 @@
+"""Stage 4: facts + rules -> diagnoses, ordered by priority; the first is the verdict."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from kvdoctor.diagnosis import conditions
+from kvdoctor.diagnosis.report import AttemptReport, Avoid, Diagnosis, Evidence, Remedy
+from kvdoctor.diagnosis.rules import Rule, Text
+from kvdoctor.reader.facts import Fact, Facts
+from kvdoctor.reader.pipeline import AttemptResult
+
+_TEMPLATE = re.compile(r"\{([A-Za-z_][\w.]*)(?::([^{}]*))?\}")
+MAX_EVIDENCE = 12
+
+
+def _lookup(facts: Facts) -> conditions.Lookup:
+    def lookup(name: str) -> Any:
+        if name.startswith("seen.") and name not in facts:
+            return False  # the log was read: an event kind that did not occur is known absent
+        fact = facts[name]
+        if fact.value is None:
+            raise KeyError(name)
+        return fact.value
+
+    return lookup
+
+
+_CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
+_CJK_GAP = re.compile(f"(?<=[{_CJK}])\\s+(?=[{_CJK}])")
+
+
+def pick(text: Text, lang: str) -> str:
+    chosen = text.get(lang) or text.get("en") or next(iter(text.values()), "")
+    # YAML folding joins lines with a space; Chinese puts none between characters
+    return _CJK_GAP.sub("", chosen) if lang == "zh" else chosen
+
+
+_OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.S)
+
+
+def render_template(template: str, facts: Facts, extra: dict[str, Any] | None = None) -> str:
+    """`{fact:spec}` is replaced by the fact's value ("?" when unknown); a `[[ … ]]` segment is
+    kept only when every fact it cites is known, so a sentence never shows a hole."""
+
+    def known(name: str) -> bool:
+        if extra and name in extra:
+            return extra[name] is not None
+        fact = facts.get(name)
+        return fact is not None and fact.value is not None
+
+    def optional(m: re.Match[str]) -> str:
+        inner = m.group(1)
+        return inner if all(known(f.group(1)) for f in _TEMPLATE.finditer(inner)) else ""
+
+    template = _OPTIONAL.sub(optional, template)
+
+    def sub(m: re.Match[str]) -> str:
+        name, spec = m.group(1), m.group(2) or ""
+        if extra and name in extra:
+            value = extra[name]
+        else:
+            fact = facts.get(name)
+            value = fact.value if fact is not None else None
+        if value is None:
+            return "?"
+        if isinstance(value, list):
+            return ", ".join(str(v) for v in value)
+        try:
+            return format(value, spec)
+        except (ValueError, TypeError):
+            return str(value)
+
+    return _TEMPLATE.sub(sub, template)
+
+
+def version_allows(rule: Rule, facts: Facts) -> bool:
+    """False only when the version (or the range the wording implies) is outside the bounds."""
+    lookup = _lookup(facts)
+    for op, bound in rule.vllm:
+        node = conditions.Op("compare", (conditions.Name("vllm_version", 1, 1), conditions.Lit(bound)), op)
+        if conditions.evaluate(node, lookup) is False:
+            return False
+    return True
+
+
+def _value(node: conditions.Node | None, facts: Facts, defines: dict[str, conditions.Node]) -> Any:
+    if node is None:
+        return None
+    value = conditions.evaluate(node, _lookup(facts), defines)
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) >= 1 else round(value, 2)
+    return value
+
+
+def _evidence(rule: Rule, facts: Facts) -> tuple[Evidence, ...]:
+    names: list[str] = list(rule.evidence)
+    nodes = [rule.when, *rule.defines.values()]
+    for node in nodes:
+        names.extend(n.name for n in conditions.names(node))
+    for text in (*rule.explain.values(),):
+        names.extend(m.group(1) for m in _TEMPLATE.finditer(text))
+    seen: dict[int, Evidence] = {}
+    for name in names:
+        fact = facts.get(name)
+        if fact is None or fact.line is None or fact.line in seen or fact.value in (None, False):
+            continue
+        seen[fact.line] = Evidence(fact.line, (fact.text or "")[:400])
+    return tuple(sorted(seen.values(), key=lambda e: e.line)[:MAX_EVIDENCE])
+
+
+def fire(rule: Rule, facts: Facts) -> bool:
+    if not version_allows(rule, facts):
+        return False
+    return conditions.evaluate(rule.when, _lookup(facts), rule.defines) is True
+
+
+def diagnose_rule(rule: Rule, facts: Facts, lang: str) -> Diagnosis:
+    lookup = _lookup(facts)
+    remedies = []
+    for remedy in rule.remedies:
+        if remedy.when is not None and conditions.evaluate(remedy.when, lookup, rule.defines) is not True:
+            continue
+        value = _value(remedy.value, facts, rule.defines)
+        text = render_template(pick(remedy.text, lang), facts, {"value": value})
+        remedies.append(Remedy(remedy.action, text, value))
+    avoid = []
+    for item in rule.avoid:
+        if item.when is not None and conditions.evaluate(item.when, lookup, rule.defines) is not True:
+            continue
+        avoid.append(Avoid(item.action, render_template(pick(item.why, lang), facts)))
+    phase = rule.phase
+    if rule.klass == "cuda_oom" and phase is None:
+        oom_phase = facts.get("oom_phase") or facts.get("traceback_phase")
+        phase = str(oom_phase.value) if oom_phase is not None else "unknown"
+    return Diagnosis(
+        rule=rule.id,
+        klass=rule.klass,
+        cause=rule.cause,
+        phase=phase,
+        severity=rule.severity,
+        confidence=rule.confidence,
+        title=render_template(pick(rule.title, lang), facts),
+        explanation=render_template(pick(rule.explain, lang), facts).strip(),
+        remedies=tuple(remedies),
+        avoid=tuple(avoid),
+        evidence=_evidence(rule, facts),
+        references=rule.references,
+    )
+
+
+def _fact_records(facts: Facts) -> dict[str, Any]:
+    return {name: fact.as_record() for name, fact in sorted(facts.items())}
+
+
+def evaluate_attempt(
+    attempt: AttemptResult,
+    rules: Sequence[Rule],
+    lang: str = "en",
+    extra_facts: Facts | None = None,
+) -> AttemptReport:
+    facts: Facts = dict(attempt.facts)
+    for name, fact in (extra_facts or {}).items():
+        facts.setdefault(name, fact)
+    held = facts.get("gpu.other_process_gib")
+    if held is not None and isinstance(held.value, (int, float)):
+        current = facts.get("other_process_gib")
+        if current is None or held.value > current.value:  # the probe saw more than the log says
+            facts["other_process_gib"] = Fact("other_process_gib", held.value, None, None, True, "probe")
+    diagnoses = [diagnose_rule(r, facts, lang) for r in rules if not r.fallback and fire(r, facts)]
+    if not diagnoses:  # the catch-all speaks only when nothing more specific did
+        diagnoses = [diagnose_rule(r, facts, lang) for r in rules if r.fallback and fire(r, facts)]
+    # no rule fired: nothing shows the start-up ending (e.g. only a launch command, or a log cut
+    # early) — a failure would have met the catch-all rule
+    verdict = diagnoses[0].klass if diagnoses else "unknown"
+    return AttemptReport(
+        attempt.index,
+        attempt.start_line,
+        attempt.end_line,
+        verdict,
+        tuple(diagnoses),
+        _fact_records(facts),
+        attempt.ranks,
+    )
+
+
+def external_fact(name: str, value: Any, source: str) -> Fact:
+    return Fact(name, value, None, None, False, source)

@@ -1,0 +1,46 @@
+"""Run a rule's examples: `fires` must make the rule fire on its example, `silent` must not."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kvdoctor.diagnosis.engine import fire
+from kvdoctor.diagnosis.rules import Example, Rule
+from kvdoctor.reader.lines import iter_raw_lines, open_source
+from kvdoctor.reader.pipeline import analyse_lines
+
+
+@dataclass(frozen=True)
+class ExampleResult:
+    rule: str
+    example: Example
+    ok: bool
+    detail: str
+
+    def describe(self) -> str:
+        where = str(self.example.path) if self.example.path else "inline log"
+        return f"{self.example.expect}: {where}: {self.detail}"
+
+
+def _analysis(example: Example):  # type: ignore[no-untyped-def]
+    if example.path is not None:
+        return analyse_lines(str(example.path), iter_raw_lines(open_source(str(example.path))))
+    return analyse_lines("<inline>", (example.log or "").splitlines())
+
+
+def run_examples(rule: Rule, all_rules: list[Rule]) -> list[ExampleResult]:
+    results = []
+    for example in rule.examples:
+        if example.path is not None and not Path(example.path).exists():
+            results.append(ExampleResult(rule.id, example, False, "fixture not found"))
+            continue
+        analysis = _analysis(example)
+        fired = fire(rule, analysis.last.facts)
+        ok = fired if example.expect == "fires" else not fired
+        detail = "fired" if fired else "did not fire"
+        results.append(ExampleResult(rule.id, example, ok, detail))
+    return results
+
+
+__all__ = ["ExampleResult", "run_examples"]

@@ -1,0 +1,86 @@
+"""Live diagnosis of a stream (`kvdoctor watch`, `kvdoctor run`): lines in, reports out as soon as
+an attempt's outcome is known, in memory bounded by one attempt's events."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kvdoctor.api import report_for
+from kvdoctor.diagnosis.report import Report
+from kvdoctor.diagnosis.rules import Rule, rules_for
+from kvdoctor.reader.attempts import FATAL_KINDS, START_KINDS, Attempt
+from kvdoctor.reader.events import Event, extract
+from kvdoctor.reader.joiner import Joiner
+from kvdoctor.reader.lines import Line, decode, peel
+from kvdoctor.reader.pipeline import Analysis, finish_attempt
+
+# Events after which the verdict is worth announcing.
+DECISIVE = (FATAL_KINDS - {"engine_failed", "traceback"}) | {"serving"}  # wrappers come before the cause
+MAX_EVENTS = 20000  # a pathological attempt (a crash loop in one "attempt") stays bounded
+
+
+class LiveDiagnoser:
+    def __init__(
+        self,
+        rules: Sequence[Rule] | None = None,
+        lang: str = "en",
+        source: str = "<stdin>",
+        probe: Any = None,
+    ) -> None:
+        self._rules = list(rules) if rules is not None else rules_for()
+        self._lang, self._source, self._probe = lang, source, probe
+        self._joiner = Joiner()
+        self._number = 0
+        self._attempt = Attempt(0)
+        self._announced: tuple[str, str] | None = None  # (verdict, rule) last reported
+        self._pending = False
+        self._finished: list[Report] = []
+
+    def feed(self, raw: str | bytes) -> list[Report]:
+        """Take one physical line; return any reports that became known."""
+        self._number += 1
+        text = decode(raw if isinstance(raw, bytes) else raw.encode("utf-8", "replace"))
+        message, origin = peel(text)
+        out: list[Report] = []
+        for line in self._joiner.push(Line(self._number, message, text, origin)):
+            out.extend(self._take(line))
+        return out
+
+    def flush(self) -> list[Report]:
+        """Process a line held back for joining (call it when the stream goes quiet)."""
+        out: list[Report] = []
+        for line in self._joiner.flush():
+            out.extend(self._take(line))
+        return out
+
+    def close(self) -> Report:
+        self.flush()
+        return self._report()
+
+    def _take(self, line: Line) -> list[Report]:
+        out: list[Report] = []
+        for event in extract(line):
+            if event.kind in START_KINDS and self._attempt.progressed():
+                self._attempt = Attempt(self._attempt.index + 1)
+                self._announced = None
+            if len(self._attempt.events) < MAX_EVENTS:
+                self._attempt.events.append(event)
+            if event.kind in DECISIVE:
+                self._pending = True
+        if self._pending:
+            self._pending = False
+            report = self._report()
+            key = (report.verdict, report.diagnoses[0].rule if report.diagnoses else "")
+            if key != self._announced and report.diagnoses:
+                self._announced = key
+                out.append(report)
+        return out
+
+    def _report(self) -> Report:
+        analysis = Analysis(self._source, (finish_attempt(self._attempt),))
+        return report_for(analysis, rules=self._rules, probe=self._probe, lang=self._lang)
+
+    @property
+    def events(self) -> list[Event]:
+        return list(self._attempt.events)

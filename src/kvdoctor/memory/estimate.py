@@ -1,0 +1,253 @@
+"""Numbers for a diagnosis: what the arithmetic adds to the facts of one attempt.
+
+``derive_for_diagnosis`` is pure and cheap (catalog lookups are cached; no file system, no
+environment). Logged figures always win; estimates fill the gaps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kvdoctor.memory.budget import (
+    GIB,
+    Era,
+    default_batch,
+    default_utilization,
+    era_for,
+    estimate_activation,
+    estimate_cuda_graphs,
+    estimate_non_torch,
+    kv_capacity,
+)
+from kvdoctor.memory.catalog import ModelEntry, find_model, quantization_from_name
+from kvdoctor.memory.layout import KvLayout, kv_layout
+from kvdoctor.memory.weights import estimate_weights, linear_bytes_per_param
+
+FP8_DTYPES = frozenset({"fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"})
+
+
+def _num(facts: Mapping[str, object], key: str) -> float | None:
+    value = facts.get(key)
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def _int(facts: Mapping[str, object], key: str, default: int) -> int:
+    value = _num(facts, key)
+    return int(value) if value else default
+
+
+def _str(facts: Mapping[str, object], key: str) -> str | None:
+    value = facts.get(key)
+    return str(value).replace("torch.", "") if value not in (None, "", "None") else None
+
+
+class _Ctx:
+    """The attempt's settings, with defaults for what the log did not say."""
+
+    def __init__(self, facts: Mapping[str, object]) -> None:
+        self.facts = facts
+        self.tp = _int(facts, "tensor_parallel_size", 1)
+        self.pp = _int(facts, "pipeline_parallel_size", 1)
+        self.era = era_for(_str(facts, "vllm_version"), _str(facts, "engine"))
+        self.version = _str(facts, "vllm_version")
+        self.kv_dtype = (_str(facts, "kv_cache_dtype") or "auto").lower()
+        self.dtype = _str(facts, "dtype")
+        self.total = _num(facts, "total_gpu_gib")
+        self.util = _num(facts, "gpu_memory_utilization")
+        if self.util is None and self.total:
+            requested = _num(facts, "requested_gib")
+            self.util = requested / self.total if requested else default_utilization(self.era)
+        model = _str(facts, "model")
+        self.entry: ModelEntry | None = find_model(model) if model else None
+        self.quant = _str(facts, "quantization") or (quantization_from_name(model) if model else None)
+        if self.entry is not None and self.quant is None:
+            self.quant = self.entry.quantization
+        self.max_model_len = _int(facts, "max_model_len", 0)
+        batched, seqs = default_batch(
+            self.era,
+            total_gib=self.total or 0.0,
+            max_model_len=self.max_model_len or 2048,
+            version=self.version,
+        )
+        self.batched = _int(facts, "max_num_batched_tokens", batched)
+        self.seqs = _int(facts, "max_num_seqs", seqs)
+        self.block_size = _int(facts, "block_size", 0) or None
+
+    def layout(self, *, tp: int | None = None, kv_dtype: str | None = None) -> KvLayout | None:
+        if self.entry is None:
+            return None
+        return kv_layout(
+            self.entry.config,
+            tp=tp or self.tp,
+            pp=self.pp,
+            kv_cache_dtype=kv_dtype or self.kv_dtype,
+            dtype=self.dtype,
+        )
+
+    def weights(self, *, tp: int | None = None, quant: str | None = None) -> float | None:
+        tp = tp or self.tp
+        logged = _num(self.facts, "weights_gib")
+        if self.entry is None:
+            if logged is None:
+                return None
+            scale = 1.0 if quant is None else linear_bytes_per_param(quant, 2) / 2
+            return logged * self.tp / tp * scale
+        est = estimate_weights(
+            self.entry.config,
+            tp=tp,
+            pp=self.pp,
+            quantization=quant or self.quant,
+            dtype=self.dtype,
+            params_b=self.entry.params_b,
+            observed_gib=self.entry.observed_weights_gib if quant is None else None,
+        )
+        if logged is not None and quant is None:
+            return logged * self.tp / tp  # the log wins; scale it to another TP
+        return est.gib
+
+    def overheads(self, tp: int) -> float:
+        """Activation + non-torch + budgeted graphs, logged where the log has them."""
+        act = _num(self.facts, "activation_peak_gib")
+        if act is None:
+            cfg = self.entry.config if self.entry else {}
+            act = estimate_activation(cfg, tokens=self.batched, seqs=self.seqs, tp=tp).value
+        non_torch = _num(self.facts, "non_torch_gib")
+        if non_torch is None or tp != self.tp:
+            non_torch = (
+                estimate_non_torch(self.era, tp).value
+                if non_torch is None
+                else non_torch + (0.35 if tp > 1 >= self.tp else 0)
+            )
+        graphs = 0.0
+        if self.era is Era.V1_GRAPHS:
+            graphs_logged = _num(self.facts, "cuda_graph_gib")
+            layers = self.entry.config.get("num_hidden_layers", 32) if self.entry else 32
+            eager = bool(self.facts.get("enforce_eager"))
+            graphs = (
+                graphs_logged
+                if graphs_logged is not None
+                else estimate_cuda_graphs(
+                    int(layers) // max(1, self.pp), enforce_eager=eager, max_num_seqs=self.seqs
+                ).value
+            )
+        return act + non_torch + graphs
+
+
+def _tokens_for(ctx: _Ctx, layout: KvLayout | None, kv_gib: float, per_token: int | None) -> tuple[int, int] | None:
+    """(tokens vLLM would print, longest request that fits) for a KV size."""
+    if layout is not None and layout.attention_layers:
+        cap = kv_capacity(
+            layout,
+            kv_gib,
+            era=ctx.era,
+            max_model_len=ctx.max_model_len or 4096,
+            max_num_batched_tokens=ctx.batched,
+            block_size=ctx.block_size,
+            version=ctx.version,
+        )
+        return cap.kv_cache_tokens, cap.max_model_len_that_fits
+    if per_token:
+        bs = ctx.block_size or 16
+        tokens = int(max(0.0, kv_gib) * GIB // (per_token * bs)) * bs
+        return tokens, tokens
+    return None
+
+
+def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
+    """Arithmetic for one attempt's flat facts; only the names that can be computed."""
+    ctx = _Ctx(facts)
+    out: dict[str, object] = {}
+    layout = ctx.layout()
+    if ctx.entry is not None:
+        out["model_catalog_id"] = ctx.entry.id
+    per_token = layout.bytes_per_token if layout is not None and layout.bytes_per_token else None
+    logged_gib, logged_tokens = _num(facts, "kv_cache_gib"), _num(facts, "kv_cache_tokens")
+    if per_token is None and logged_gib and logged_tokens and logged_gib > 0:
+        per_token = int(round(logged_gib * GIB / logged_tokens))
+    if per_token:
+        out["kv_bytes_per_token"] = per_token
+    weights = ctx.weights()
+    if ctx.entry is not None:
+        out["weights_gib_estimate"] = round(_estimate_only(ctx), 2)
+    kv_gib = logged_gib
+    if ctx.total and ctx.util:
+        budget = ctx.total * ctx.util
+        out["budget_gib"] = round(budget, 2)
+        if weights is not None:
+            reconstructed = budget - weights - ctx.overheads(ctx.tp)
+            if ctx.era in (Era.V0_LEGACY, Era.V1_EARLY) and _num(facts, "free_gpu_gib_at_startup"):
+                reconstructed -= max(0.0, ctx.total - (_num(facts, "free_gpu_gib_at_startup") or ctx.total))
+            out["budget_shortfall_gib"] = round(logged_gib if logged_gib is not None else reconstructed, 2)
+            kv_gib = logged_gib if logged_gib is not None else reconstructed
+            _alternatives(ctx, out, budget)
+    if kv_gib is not None:
+        found = _tokens_for(ctx, layout, kv_gib, per_token)
+        if found is not None:
+            out["kv_tokens_estimate"], fit = found
+            out["max_model_len_that_fits"] = fit
+        fp8 = _fp8_tokens(ctx, kv_gib, per_token, found)
+        if fp8 is not None:
+            out["kv_cache_tokens_fp8"] = fp8
+    return out
+
+
+def _estimate_only(ctx: _Ctx) -> float:
+    if ctx.entry is None:
+        return 0.0
+    return estimate_weights(
+        ctx.entry.config,
+        tp=ctx.tp,
+        pp=ctx.pp,
+        quantization=ctx.quant,
+        dtype=ctx.dtype,
+        params_b=ctx.entry.params_b,
+        observed_gib=ctx.entry.observed_weights_gib,
+    ).gib
+
+
+def _fp8_tokens(ctx: _Ctx, kv_gib: float, per_token: int | None, found: tuple[int, int] | None) -> int | None:
+    if ctx.kv_dtype in FP8_DTYPES or kv_gib <= 0:
+        return None
+    layout = ctx.layout(kv_dtype="fp8")
+    if layout is not None:
+        result = _tokens_for(ctx, layout, kv_gib, None)
+        return result[0] if result else None
+    if per_token and found:
+        return _tokens_for(ctx, None, kv_gib, max(1, per_token // 2))[0]  # type: ignore[index]
+    return None
+
+
+def _alternatives(ctx: _Ctx, out: dict[str, object], budget: float) -> None:
+    """Smallest power-of-two TP that leaves room for one request; 4-bit / fp8 weights per rank."""
+    need_gib = 0.0
+    layout = ctx.layout()
+    if layout is not None and ctx.max_model_len:
+        need_gib = layout.bytes_per_token * ctx.max_model_len / GIB
+    heads = int(ctx.entry.config.get("num_attention_heads", 0)) if ctx.entry else 0
+    for tp in (1, 2, 4, 8, 16):
+        if heads and heads % tp:
+            continue
+        weights = ctx.weights(tp=tp)
+        if weights is None:
+            break
+        per_rank_need = need_gib * _kv_shrink(ctx, tp)
+        if budget - weights - ctx.overheads(tp) > per_rank_need:
+            out["tp_size_that_fits"] = tp
+            break
+    for key, quant in (("weights_gib_int4", "awq"), ("weights_gib_fp8", "fp8")):
+        value = ctx.weights(quant=quant)
+        if value is not None:
+            out[key] = round(value, 2)
+
+
+def _kv_shrink(ctx: _Ctx, tp: int) -> float:
+    """Per-rank KV per token at `tp` relative to the attempt's TP (replication stops the split)."""
+    here, there = ctx.layout(), ctx.layout(tp=tp)
+    if here is None or there is None or not here.bytes_per_token:
+        return ctx.tp / tp
+    return there.bytes_per_token / here.bytes_per_token

@@ -1,0 +1,550 @@
+"""Stage 3: events -> start-up attempts, each with its flat facts.
+
+A log can hold several start-ups (a supervisor restarting vLLM, CrashLoopBackOff, a second
+instance) and several ranks. A new attempt begins when a start marker (engine banner, args dump,
+version line, launch command) arrives after the current attempt has made progress.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvdoctor.reader.dumps import parse_dump
+from kvdoctor.reader.events import Event
+from kvdoctor.reader.facts import FIGURES, Fact, Facts
+from kvdoctor.reader.versions import Version, clues_in, fmt, narrow, parse_version
+
+START_KINDS = frozenset({"engine_banner", "args", "version", "command_line"})
+FATAL_KINDS = frozenset(
+    {
+        "no_cache_blocks_error",
+        "max_len_error",
+        "free_memory_error",
+        "cuda_oom",
+        "warmup_oom",
+        "profiling_assert",
+        "mamba_blocks_error",
+        "auto_fit_error",
+        "batched_tokens_error",
+        "engine_failed",
+        "exception",
+        "traceback",
+    }
+)
+# Figures and outcomes that show a start-up got under way (a later start marker begins a new one).
+PROGRESS_KINDS = FATAL_KINDS | {
+    "weights_loaded",
+    "profile_v064",
+    "profile_budget",
+    "profile_breakdown",
+    "profile_summary",
+    "available_kv_memory",
+    "gpu_blocks",
+    "kv_cache_size",
+    "graph_capture_done",
+    "serving",
+    "startup_memory_summary",
+}
+
+# Dump keys -> fact names, for the banner, `args:` and `non-default args:` dumps.
+_DUMP_KEYS = {
+    "model": "model",
+    "dtype": "dtype",
+    "max_seq_len": "max_model_len",
+    "max_model_len": "max_model_len",
+    "tensor_parallel_size": "tensor_parallel_size",
+    "pipeline_parallel_size": "pipeline_parallel_size",
+    "data_parallel_size": "data_parallel_size",
+    "quantization": "quantization",
+    "enforce_eager": "enforce_eager",
+    "kv_cache_dtype": "kv_cache_dtype",
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "max_num_seqs": "max_num_seqs",
+    "max_num_batched_tokens": "max_num_batched_tokens",
+    "block_size": "block_size",
+    "kv_cache_memory_bytes": "kv_cache_memory_bytes",
+    "kv_cache_memory": "kv_cache_memory_bytes",
+    "num_gpu_blocks_override": "num_gpu_blocks_override",
+    "swap_space": "swap_space",
+    "served_model_name": "served_model_name",
+    "device_config": "device",
+    "enable_chunked_prefill": "enable_chunked_prefill",
+    "chunked_prefill_enabled": "enable_chunked_prefill",
+    "cpu_offload_gb": "cpu_offload_gb",
+    "engine": "engine",
+}
+# Figures where ranks may differ and vLLM keeps the smallest (V0 min over workers, V1 unify).
+_MIN_ACROSS_RANKS = frozenset({"kv_cache_gib", "gpu_blocks", "kv_cache_tokens", "max_concurrency"})
+# Kinds whose figures are the runtime truth and beat configuration dumps.
+_CONFIG_KINDS = ("config_value", "command_line", "args", "engine_banner")
+
+
+@dataclass
+class Attempt:
+    """Mutable only while the builder fills it; handed out frozen-by-convention."""
+
+    index: int
+    events: list[Event] = field(default_factory=list)
+
+    @property
+    def start_line(self) -> int:
+        return min((e.line for e in self.events), default=0)
+
+    @property
+    def end_line(self) -> int:
+        return max((e.line for e in self.events), default=0)
+
+    def has(self, kind: str) -> bool:
+        return any(e.kind == kind for e in self.events)
+
+    def progressed(self) -> bool:
+        # figures quoted bare (no vLLM header, no process prefix) above a log are not a start-up
+        # of their own; an error always is
+        return any(
+            e.kind in FATAL_KINDS or (e.kind in PROGRESS_KINDS and (e.origin.level or e.origin.proc))
+            for e in self.events
+        )
+
+    def failed(self) -> bool:
+        return any(e.kind in FATAL_KINDS for e in self.events)
+
+    def ranks(self) -> list[dict[str, Any]]:
+        seen: dict[tuple[str | None, int | None], dict[str, Any]] = {}
+        for e in self.events:
+            key = (e.origin.proc, e.origin.pid)
+            if key == (None, None):
+                continue
+            entry = seen.setdefault(
+                key,
+                {
+                    "proc": e.origin.proc,
+                    "pid": e.origin.pid,
+                    "rank": e.origin.rank,
+                    "first_line": e.line,
+                },
+            )
+            for name in ("weights_gib", "kv_cache_gib", "kv_cache_tokens", "gpu_blocks"):
+                if name in e.fields and name not in entry:
+                    entry[name] = e.fields[name]
+        return list(seen.values())
+
+
+def _quoted_error_only(attempt: Attempt) -> bool:
+    """A ticket title or a blog's summary quoting lines above the log they came from: no start
+    marker, and either only errors from at most two lines, or a few bare lines (no vLLM header, no
+    process prefix) that merely repeat figures."""
+    kinds = {e.kind for e in attempt.events}
+    if kinds & START_KINDS:
+        return False
+    lines = {e.line for e in attempt.events}
+    if kinds <= FATAL_KINDS | {"phase"} | _ERROR_FIGURES and len(lines) <= 2:
+        return True
+    bare = all(e.origin.level is None and e.origin.proc is None for e in attempt.events)
+    return bare and len(lines) <= 4
+
+
+_ERROR_FIGURES = frozenset({"max_len_error", "free_memory_error", "no_cache_blocks_error", "cuda_oom"})
+
+
+def split_attempts(events: Iterable[Event]) -> Iterator[Attempt]:
+    current = Attempt(0)
+    for event in events:
+        if event.kind in START_KINDS and current.progressed() and not _quoted_error_only(current):
+            yield current
+            current = Attempt(current.index + 1)
+        current.events.append(event)
+    if current.events or current.index == 0:
+        yield current
+
+
+def newest_first(events: list[Event]) -> bool:
+    """Pastes from some log viewers (RunPod, corpus 036) list the newest line first."""
+    stamps = [e.origin.stamp for e in events if e.origin.stamp]
+    if len(stamps) < 3:
+        return False
+    down = sum(1 for a, b in zip(stamps, stamps[1:], strict=False) if b < a)
+    up = sum(1 for a, b in zip(stamps, stamps[1:], strict=False) if b > a)
+    return down > up and down >= 2
+
+
+class _FactSink:
+    """Collects facts with a precedence: runtime figures beat configuration dumps."""
+
+    def __init__(self) -> None:
+        self.facts: Facts = {}
+        self._rank: dict[str, int] = {}
+
+    def put(
+        self,
+        name: str,
+        value: Any,
+        event: Event | None,
+        *,
+        rank: int = 2,
+        source: str = "log",
+        derived: bool = False,
+    ) -> None:
+        if value is None:
+            return
+        old = self._rank.get(name)
+        if old is not None:
+            if rank < old:
+                return
+            if rank == old:
+                if name in _MIN_ACROSS_RANKS and isinstance(value, (int, float)):
+                    if value >= self.facts[name].value:
+                        return
+                else:
+                    return
+        self._rank[name] = rank
+        self.facts[name] = Fact(
+            name,
+            value,
+            event.line if event else None,
+            event.text if event else None,
+            derived,
+            source,
+        )
+
+
+def _dump_facts(sink: _FactSink, event: Event, values: dict[str, Any], rank: int) -> None:
+    for key, name in _DUMP_KEYS.items():
+        if key not in values:
+            continue
+        value = values[key]
+        if name == "dtype" and isinstance(value, str):
+            value = value.replace("torch.", "")
+        if name == "max_model_len" and not isinstance(value, int):
+            continue
+        sink.put(name, value, event, rank=rank, source="config")
+
+
+# Figures an event carries under its fact name (max_model_len has its own precedence).
+_SIMPLE_FIGURES = tuple(n for n in FIGURES if n != "max_model_len") + (
+    "kv_cache_memory_bytes",
+    "cuda_graph_estimate_gib",
+    "budget_gib",
+    "consumed_gib",
+    "needed_kv_gib",
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "mamba_blocks",
+    "suggested_utilization",
+    "kv_cache_memory_bytes_to_fit",
+    "kv_cache_memory_bytes_full",
+)
+
+
+def _figure_facts(sink: _FactSink, event: Event) -> None:
+    f = event.fields
+    kind = event.kind
+    simple = _SIMPLE_FIGURES
+    if kind == "cuda_oom":
+        return  # OOM figures get their own oom_* names (see _oom_facts)
+    for name in simple:
+        if name in f:
+            sink.put(name, f[name], event, rank=3)
+    if "cuda_graph_estimate_gib" in f:  # 0.18+: the estimate stands in until the actual is logged
+        sink.put("cuda_graph_gib", f["cuda_graph_estimate_gib"], event, rank=2)
+    if "max_model_len" in f:
+        # the failing check's own figure wins over a concurrency line (two pasted runs, val corpus)
+        rank = 5 if kind in ("max_len_error", "auto_fit", "batched_tokens_error") else 4
+        sink.put("max_model_len", f["max_model_len"], event, rank=rank)
+    if kind == "profile_v064":
+        for key, name in (
+            ("total_gpu_memory", "total_gpu_gib"),
+            ("peak_torch_memory", "activation_peak_gib"),
+            ("non_torch_memory", "non_torch_gib"),
+            ("kv_cache_size", "kv_cache_gib"),
+            ("gpu_memory_utilization", "gpu_memory_utilization"),
+            ("initial_memory_usage", "initial_memory_usage_gib"),
+        ):
+            if key in f:
+                sink.put(name, f[key], event, rank=3)
+
+
+_PHASE_FRAMES = (
+    ("sampler_warmup", ("_dummy_sampler_run", "_dummy_pooler_run", "v1/sample/")),
+    # 0.11+: DeepGEMM / FlashInfer kernels are warmed up after the KV cache is allocated
+    ("kernel_warmup", ("deep_gemm_warmup", "kernel_warmup", "flashinfer_autotune", "_warmup_kernels")),
+    (
+        "cuda_graph_capture",
+        (
+            "capture_model",
+            # V0's worker captures graphs in (_)warm_up_model; V1's compile_or_warm_up_model does
+            # more than that, so the leading space keeps it out
+            " warm_up_model",
+            " _warm_up_model",
+            "capture_end",
+            "_capture_cudagraphs",
+            "capture_graph",
+            "graph_capture",
+            "cuda/graphs.py",
+            "_warmup_and_capture",
+        ),
+    ),
+    (
+        "kv_cache_allocation",
+        (
+            "initialize_kv_cache",
+            "_allocate_kv_cache",
+            "allocate_kv_cache",
+            "_init_cache_engine",
+            "initialize_cache",
+            "_reshape_kv_cache",
+            "CacheEngine",
+            "_allocate_kv_cache_tensors",
+        ),
+    ),
+    (
+        "profile_run",
+        (
+            "profile_run",
+            "determine_num_available_blocks",
+            "determine_available_memory",
+            "_dummy_run",
+            "profile_cudagraph_memory",
+        ),
+    ),
+    (
+        "weight_loading",
+        (
+            "load_model",
+            "load_weights",
+            "create_weights",
+            "_load_",
+            "weight_loader",
+            "get_model",
+            "initialize_model",
+        ),
+    ),
+)
+
+
+def _phase_of_frames(frames: list[Event]) -> str | None:
+    # The deepest frame that names a phase wins (frames are listed outermost first).
+    for frame in reversed(frames):
+        where = f"{frame.fields.get('file', '')} {frame.fields.get('function', '')}"
+        if "model_executor/models/" in where and where.endswith(" __init__"):
+            return "weight_loading"  # a model's layers are created (and their weights allocated) in __init__
+        for phase, names in _PHASE_FRAMES:
+            if any(n in where for n in names):
+                return phase
+    return None
+
+
+def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
+    frames: list[Event] = []
+    last_phase: str | None = None
+    oom_event: Event | None = None
+    for event in attempt.events:
+        if event.kind == "frame":
+            frames.append(event)
+        elif event.kind == "phase":
+            last_phase = event.fields["phase"]
+            frames = []
+        elif event.kind == "exception" and "OutOfMemory" not in event.fields.get("type", ""):
+            frames = frames if "out of memory" in event.text else []
+        elif event.kind in ("cuda_oom", "warmup_oom"):
+            _one_oom(sink, event, frames, last_phase)
+            oom_event = event
+            frames = []
+    oom = sink.facts.get("oom_phase")
+    started_up = any(e.kind in START_KINDS for e in attempt.events)
+    if (
+        oom is not None
+        and oom.value == "unknown"
+        and not last_phase
+        and started_up
+        and not attempt.has("weights_loaded")
+        and not attempt.has("gpu_blocks")
+    ):
+        sink.put("oom_phase", "weight_loading", oom_event, rank=2)  # the first big allocation of a start-up
+    if oom is not None and oom.value == "unknown" and last_phase:
+        # the failing step is named just after the OOM (V0 "Exception in worker … method load_model")
+        sink.put("oom_phase", last_phase, oom_event, rank=2)
+    if "oom_phase" not in sink.facts and frames:
+        # a traceback cut before its exception line (corpus 045): keep where it stopped
+        phase = _phase_of_frames(frames)
+        if phase:
+            sink.put("traceback_phase", phase, frames[-1], rank=1)
+    if last_phase:
+        sink.put("last_phase", last_phase, None, rank=1)
+
+
+def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str | None) -> None:
+    f = event.fields
+    phase: str | None
+    if event.kind == "warmup_oom":
+        phase = "sampler_warmup"
+        sink.put("warmup_dummy_requests", f.get("dummy_requests"), event, rank=3)
+    elif "create" in event.text and "weights" in event.text:
+        phase = "weight_loading"  # "Failed to create unquantized linear weights: CUDA out of memory"
+    else:
+        phase = _phase_of_frames(frames) or last_phase
+        if phase is None and f.get("private_pools_gib", 0) > 0:
+            # "allocated in private pools (e.g., CUDA Graphs)": graphs exist, so it is capture or
+            # later; a guess that any explicit phase (the sampler warm-up message) overrides
+            sink.put("oom_phase", "cuda_graph_capture", event, rank=2)
+        if phase == "cuda_graph_profile":
+            phase = "profile_run"
+    sink.put("oom_phase", phase or "unknown", event, rank=3 if phase else 1)
+    for key, name in (
+        ("tried_gib", "oom_tried_gib"),
+        ("total_gpu_gib", "oom_total_gib"),
+        ("free_gib", "oom_free_gib"),
+        ("this_process_gib", "oom_this_process_gib"),
+        ("process_gib", "oom_other_process_gib"),
+        ("allocated_gib", "oom_allocated_gib"),
+        ("private_pools_gib", "oom_private_pools_gib"),
+        ("reserved_unallocated_gib", "oom_reserved_unallocated_gib"),
+    ):
+        if key in f:
+            sink.put(name, round(f[key], 3), event, rank=3)
+    if "processes" in f:
+        sink.put("oom_other_pids", [p["pid"] for p in f["processes"]], event, rank=3)
+    if "total_gpu_gib" in f:
+        sink.put("total_gpu_gib", f["total_gpu_gib"], event, rank=1)
+
+
+def _version_facts(sink: _FactSink, attempt: Attempt) -> None:
+    low: Version = (0, 1, 0)
+    high: Version | None = None
+    why: list[str] = []
+    for event in attempt.events:
+        if "version" in event.fields and event.kind in ("version", "engine_banner"):
+            sink.put("vllm_version", event.fields["version"], event, rank=3)
+        for clue in clues_in(event.text, event.origin.proc, event.origin.src):
+            new = narrow(low, high, clue)
+            if new != (low, high):
+                low, high = new
+                why.append(clue.why)
+    if why:
+        sink.put("vllm_version_min", fmt(low), None, rank=1, source="derived", derived=True)
+        if high is not None:
+            sink.put("vllm_version_max", fmt(high), None, rank=1, source="derived", derived=True)
+        sink.put("vllm_version_clues", why, None, rank=1, source="derived", derived=True)
+    version = sink.facts.get("vllm_version")
+    if version is not None and parse_version(str(version.value)) is None:
+        del sink.facts["vllm_version"]
+
+
+_V1_MARKERS = ("v1/", "EngineCore", "Worker_", "VllmWorker rank", "core.py:", "Worker ", "worker_v1.py")
+# matched against " proc src file": a leading space keeps gpu_model_runner.py from passing as model_runner.py
+_V0_MARKERS = ("vllm/worker/", "VllmWorkerProcess", "llm_engine.py", " model_runner.py:", " worker.py:")
+
+
+def _engine_fact(sink: _FactSink, attempt: Attempt) -> None:
+    if "engine" in sink.facts:  # VLLM_USE_V1 in the launch command
+        return
+    for event in attempt.events:
+        if event.kind == "engine_banner" and event.fields.get("engine"):
+            sink.put("engine", event.fields["engine"], event, rank=3)
+            return
+    v1 = v0 = 0
+    for event in attempt.events:
+        where = f"{event.origin.proc or ''} {(event.origin.src or '').lstrip('[')} {event.fields.get('file', '')}"
+        v1 += any(m in where for m in _V1_MARKERS) or event.kind in (
+            "available_kv_memory",
+            "kv_cache_size",
+        )
+        v1 += event.kind == "max_len_error" and "To serve at least one request" in event.text
+        v1 += event.kind == "free_memory_error"
+        v0 += any(m in where for m in _V0_MARKERS) or event.kind in (
+            "profile_breakdown",
+            "profile_v064",
+        )
+        v0 += event.kind == "max_len_error" and "stored in KV cache" in event.text
+        v0 += event.kind == "gpu_blocks" and "CPU blocks" in event.text
+    if v1 or v0:
+        sink.put("engine", "v1" if v1 > v0 else "v0", None, rank=1, source="derived", derived=True)
+
+
+def _benign(event: Event) -> bool:
+    """An exception named inside an INFO/WARNING message ("… falling back; ImportError: …") is a
+    message, not the failure: vLLM logs a failing traceback at ERROR (or prints it raw)."""
+    return event.kind == "exception" and event.origin.level in ("INFO", "WARNING", "WARN", "DEBUG")
+
+
+def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
+    # a traceback printed at ERROR level by vLLM is a failure even when its exception line was cut
+    # a traceback's frames mean a failure even when its header and exception line were cut
+    # (unless the server reached serving after them, see `started`)
+    fatal = [e for e in attempt.events if (e.kind in FATAL_KINDS or e.kind == "frame") and not _benign(e)]
+    serving = [e for e in attempt.events if e.kind == "serving"]
+    # serving, unless something fatal came after it (uvicorn's "Application startup complete"
+    # precedes the port bind, corpus val-other 006)
+    started = bool(serving) and not any(e.line > serving[-1].line for e in fatal)
+    sink.put("started", started, None, rank=1, source="derived", derived=True)
+    sink.put("failed", bool(fatal), None, rank=1, source="derived", derived=True)
+    frames = [e for e in attempt.events if e.kind == "frame"]
+    if frames:
+        # the deepest frame in vLLM itself says more than torch's or contextlib's wrappers
+        own = [e for e in frames if "vllm" in e.fields.get("file", "")] or frames
+        sink.put("failing_file", own[-1].fields["file"], own[-1], rank=3)
+        sink.put("failing_function", own[-1].fields["function"], own[-1], rank=3)
+    kv_by_rank = [r["kv_cache_gib"] for r in attempt.ranks() if isinstance(r.get("kv_cache_gib"), (int, float))]
+    if len(kv_by_rank) > 1:
+        # ranks on different GPUs that disagree by GiBs: one GPU is shared with another process
+        sink.put(
+            "kv_cache_gib_rank_spread",
+            round(max(kv_by_rank) - min(kv_by_rank), 2),
+            None,
+            rank=1,
+            source="derived",
+            derived=True,
+        )
+    exceptions = [e for e in attempt.events if e.kind == "exception"]
+    if exceptions:
+        # the root cause is usually the first exception; wrappers ("Engine core initialization
+        # failed") come after it
+        root = next((e for e in exceptions if not _is_wrapper(e)), exceptions[0])
+        sink.put("error_type", root.fields["type"], root, rank=3)
+        sink.put("error_message", root.fields["message"][:2000], root, rank=3)
+    for event in attempt.events:  # seen.<kind>: the first event of each kind, as evidence
+        if f"seen.{event.kind}" not in sink.facts:
+            sink.put(f"seen.{event.kind}", True, event, rank=3)
+    for event in attempt.events:
+        if event.kind == "platform":
+            sink.put("platform", event.fields["platform"], event, rank=3)
+        if event.kind == "profiling_assert":
+            sink.put("profiling_measure", event.fields.get("measure"), event, rank=3)
+            sink.put("profiling_initial_gib", event.fields.get("initial_gib"), event, rank=3)
+            sink.put("profiling_current_gib", event.fields.get("current_gib"), event, rank=3)
+
+
+_WRAPPER_MESSAGES = (
+    "Engine core initialization failed",
+    "Worker failed with error",
+    "Engine process failed",
+    "WorkerProc",
+    "See root cause",
+    "please check the stack",
+)
+
+
+def _is_wrapper(event: Event) -> bool:
+    message = event.fields.get("message", "")
+    return any(w in message for w in _WRAPPER_MESSAGES) and "Mamba" not in message
+
+
+def attempt_facts(attempt: Attempt) -> Facts:
+    sink = _FactSink()
+    for event in attempt.events:
+        if event.kind in _CONFIG_KINDS:
+            rank = {"config_value": 0, "command_line": 0, "args": 1, "engine_banner": 2}[event.kind]
+            values = event.fields.get("flags")
+            if values is None:
+                values = parse_dump(event.fields.get("dump", ""))
+            _dump_facts(sink, event, values, rank)
+        elif event.kind == "logo_model" or (event.kind == "version" and "model" in event.fields):
+            sink.put("model", event.fields["model"], event, rank=2)
+        else:
+            _figure_facts(sink, event)
+    _oom_facts(sink, attempt)
+    _version_facts(sink, attempt)
+    _engine_fact(sink, attempt)
+    _outcome_facts(sink, attempt)
+    return sink.facts

@@ -1,0 +1,153 @@
+"""Derived facts: the budget reconstruction and the numbers remedies need.
+
+Every fact made here is marked `derived` and names the facts it came from, so a report can say
+"reconstructed" rather than pass an estimate off as something vLLM printed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kvdoctor.reader.facts import Fact, Facts
+from kvdoctor.reader.versions import parse_version
+
+CEILING = 0.95  # the guide's highest fraction worth recommending
+
+
+def _v(facts: Facts, name: str) -> Any:
+    fact = facts.get(name)
+    return None if fact is None else fact.value
+
+
+def _put(facts: Facts, name: str, value: Any, source: str = "derived") -> None:
+    if value is None or name in facts:
+        return
+    if isinstance(value, float):
+        value = round(value, 4)
+    facts[name] = Fact(name, value, None, None, True, source)
+
+
+def _version(facts: Facts) -> tuple[int, ...] | None:
+    for name in ("vllm_version", "vllm_version_min"):
+        value = _v(facts, name)
+        if value is not None:
+            return parse_version(str(value))
+    return None
+
+
+def graphs_subtracted(facts: Facts) -> bool:
+    """CUDA-graph memory counts against the budget by default from 0.20 (kv-math.md)."""
+    version = _version(facts)
+    return version is not None and version >= (0, 20)
+
+
+def default_utilization(facts: Facts) -> float:
+    """0.9 until 0.19.1, 0.92 from 0.20.0 (vllm-log-formats.md §12)."""
+    version = _version(facts)
+    return 0.92 if version is not None and version >= (0, 20) else 0.9
+
+
+def derive(facts: Facts) -> Facts:
+    out = dict(facts)
+    if "gpu_memory_utilization" not in out and "kv_cache_memory_bytes" not in out and out:
+        _put(out, "gpu_memory_utilization", default_utilization(out), source="default")
+        _put(out, "utilization_default", True, source="default")
+        _put(out, "gpu_memory_utilization_note", "vLLM's default: the log does not show the fraction", source="default")
+    total, util = _v(out, "total_gpu_gib"), _v(out, "gpu_memory_utilization")
+    if total is not None and util is not None:
+        _put(out, "budget_gib", total * util)
+    _budget_terms(out)
+    _other_processes(out)
+    _safe_utilization(out)
+    _tokens(out)
+    _arithmetic(out)
+    return out
+
+
+def _budget_terms(out: Facts) -> None:
+    budget = _v(out, "budget_gib")
+    weights = _v(out, "weights_gib")
+    if budget is None or weights is None:
+        return
+    used = weights + (_v(out, "activation_peak_gib") or 0.0) + (_v(out, "non_torch_gib") or 0.0)
+    if graphs_subtracted(out):
+        used += _v(out, "cuda_graph_gib") or _v(out, "cuda_graph_estimate_gib") or 0.0
+    _put(out, "non_kv_gib", used)
+    _put(out, "kv_reconstructed_gib", budget - used)
+    if budget - used <= 0:
+        _put(out, "budget_shortfall_gib", used - budget)
+
+
+def _other_processes(out: Facts) -> None:
+    candidates = []
+    initial = _v(out, "initial_memory_usage_gib")
+    if initial is not None:
+        candidates.append(initial)  # 0.6.4: memory in use before this instance started
+    free, total = _v(out, "free_gpu_gib_at_startup"), _v(out, "total_gpu_gib")
+    if free is not None and total is not None:
+        candidates.append(max(total - free, 0.0))
+    oom_other = _v(out, "oom_other_process_gib")
+    total = _v(out, "oom_total_gib") or float("inf")
+    # "Process P has X" names the failing process itself when it runs in a container (its host
+    # PID is listed); torch then prints no "this process has" and X is nearly the whole card
+    if oom_other is not None and (_v(out, "oom_this_process_gib") is not None or oom_other < 0.8 * total):
+        candidates.append(oom_other)
+    if candidates:
+        _put(out, "other_process_gib", max(candidates))
+
+
+def _safe_utilization(out: Facts) -> None:
+    free, total = _v(out, "free_gpu_gib_at_startup"), _v(out, "total_gpu_gib")
+    if free is None or total is None or total <= 0:
+        return
+    fraction = math.floor((free / total) * 100) / 100 - 0.01
+    if fraction < 0.05:
+        return  # the card is essentially full: no fraction is worth suggesting
+    _put(out, "max_safe_utilization", round(min(fraction, CEILING), 2))
+
+
+def _tokens(out: Facts) -> None:
+    blocks = _v(out, "gpu_blocks")
+    block_size = _v(out, "block_size") or 16
+    engine = _v(out, "engine")
+    if blocks is not None and engine != "v1":
+        _put(out, "kv_cache_tokens", blocks * block_size)
+    max_len = _v(out, "max_model_len")
+    fits = _v(out, "estimated_max_model_len") or _v(out, "max_tokens_in_kv_cache")
+    needed, available = _v(out, "needed_kv_gib"), _v(out, "kv_cache_gib")
+    if fits is None and needed and available and max_len and 0 < available < needed:
+        fits = int(max_len * available / needed)  # KV grows linearly with length (0.7–0.9.0 print no estimate)
+    if fits is None and _v(out, "kv_cache_tokens") is not None and max_len is not None:
+        tokens = _v(out, "kv_cache_tokens")
+        fits = tokens if tokens < max_len else None
+    if fits is not None:
+        _put(out, "max_model_len_that_fits", _round_down(int(fits)))
+    kv, tokens = _v(out, "kv_cache_gib"), _v(out, "kv_cache_tokens")
+    if kv and tokens and kv > 0:
+        _put(out, "kv_bytes_per_token", int(round(kv * (1 << 30) / tokens)))
+
+
+def _round_down(tokens: int) -> int:
+    """A --max-model-len users type: a multiple of 256 (or of 16 for small values), not above."""
+    step = 256 if tokens >= 2048 else 16
+    return max(tokens - tokens % step, step if tokens >= step else tokens)
+
+
+def _arithmetic(out: Facts) -> None:
+    """Model-aware numbers from the arithmetic module (issue 4), when the model is known."""
+    if "model" not in out:
+        return  # nothing model-aware to add (and `kvdoctor facts` stays quick to start)
+    try:
+        from kvdoctor.memory.kvmath import derive_for_diagnosis
+    except ImportError:
+        return
+    plain = {name: fact.value for name, fact in out.items()}
+    try:
+        extra = derive_for_diagnosis(plain)
+    except Exception:  # noqa: BLE001 - an estimate must never break a diagnosis
+        return
+    for name, value in extra.items():
+        if name == "budget_shortfall_gib":
+            continue  # derived here from the log's own terms, with its own sign convention
+        _put(out, name, value, source="estimate")

@@ -1,0 +1,864 @@
+"""The extractor table: for each kind of line vLLM (or PyTorch) prints about start-up memory, a
+cheap literal precheck, a pattern and a conversion (sizes to GiB floats, counts to ints).
+
+Formats and the releases that print them are in shared/reference/vllm-log-formats.md (section
+numbers cited below as §N). Add a line format here, with a case in tests/test_events.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from kvdoctor.reader.units import bytes_or_gib, size_gib, to_float, to_int
+from kvdoctor.reader.vllmargs import is_vllm_command, parse_command_line
+
+Fields = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Extractor:
+    kind: str
+    needles: tuple[str, ...]  # at least one must occur in the line (cheap precheck)
+    source: str  # the pattern, compiled on first use (most never run on a given log)
+    convert: Callable[[re.Match[str]], Fields | None]
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source)  # re's own cache makes repeat calls cheap
+
+
+_N = r"(-?[\d,]*\.?\d+)"  # a number, maybe comma-grouped, maybe negative
+_SIZE = r"(-?[\d,]*\.?\d+)\s*(bytes|[KMGT]i?B)"
+_GB = r"(-?\d+(?:\.\d+)?)\s*Gi?[Bb]"
+
+
+def _g(m: re.Match[str], i: int) -> float:
+    return to_float(m.group(i))
+
+
+def _opt(m: re.Match[str], i: int) -> str | None:
+    return m.group(i) if m.group(i) is not None else None
+
+
+def _size(m: re.Match[str], i: int) -> float:
+    return size_gib(m.group(i), m.group(i + 1))
+
+
+# --- conversions -----------------------------------------------------------------------------------
+
+
+def _version(m: re.Match[str]) -> Fields:
+    return {"version": m.group(1).rstrip(".,")}
+
+
+def _banner(m: re.Match[str]) -> Fields:
+    engine = {"V0": "v0", "V1": "v1"}.get(m.group(1) or "", None)
+    fields: Fields = {"engine": engine, "dump": m.group(3)}
+    if m.group(2):
+        fields["version"] = m.group(2)
+    return fields
+
+
+def _weights(m: re.Match[str]) -> Fields:
+    return {"weights_gib": _g(m, 1)}
+
+
+def _profile_v064(m: re.Match[str]) -> Fields:
+    fields: Fields = {}
+    for key, value in re.findall(r"(\w+)=(-?\d+(?:\.\d+)?)(?:Gi[Bb])?", m.group(0)):
+        fields[key] = float(value)
+    return fields
+
+
+def _budget(m: re.Match[str]) -> Fields:
+    return {"total_gpu_gib": _g(m, 1), "gpu_memory_utilization": _g(m, 2), "budget_gib": _g(m, 3)}
+
+
+def _breakdown(m: re.Match[str]) -> Fields:
+    return {
+        "weights_gib": _g(m, 1),
+        "non_torch_gib": _g(m, 2),
+        "activation_peak_gib": _g(m, 3),
+        "kv_cache_gib": _g(m, 4),
+    }
+
+
+def _profile_debug(m: re.Match[str]) -> Fields:
+    text = m.group(0)
+    fields: Fields = {}
+    for key, name in (
+        ("Total non KV cache memory", "non_kv_gib"),
+        ("torch peak memory increase", "activation_peak_gib"),
+        ("non-torch forward increase memory", "non_torch_gib"),
+        ("weights memory", "weights_gib"),
+        ("total consumed \\(from mem_get_info\\)", "consumed_gib"),
+    ):
+        found = re.search(key + r":\s*(-?\d+(?:\.\d+)?)\s*GiB", text)
+        if found:
+            fields[name] = float(found.group(1))
+    return fields or None  # type: ignore[return-value]
+
+
+def _kv_gib(m: re.Match[str]) -> Fields:
+    return {"kv_cache_gib": _g(m, 1)}
+
+
+def _blocks(m: re.Match[str]) -> Fields:
+    fields: Fields = {"device": m.group(1), "gpu_blocks": to_int(m.group(2))}
+    if m.group(3):
+        fields["cpu_blocks"] = to_int(m.group(3))
+    return fields
+
+
+def _kv_size(m: re.Match[str]) -> Fields:
+    fields: Fields = {"device": m.group(1).strip(), "kv_cache_tokens": to_int(m.group(2))}
+    if m.group(3):
+        fields["max_model_len"] = to_int(m.group(3))
+        fields["max_concurrency"] = float(m.group(4))
+    return fields
+
+
+def _concurrency(m: re.Match[str]) -> Fields:
+    return {"max_model_len": to_int(m.group(1)), "max_concurrency": float(m.group(2))}
+
+
+def _graph_done(m: re.Match[str]) -> Fields:
+    fields: Fields = {"seconds": float(m.group(1))}
+    if m.group(2):
+        fields["cuda_graph_gib"] = float(m.group(2))
+    return fields
+
+
+def _graph_estimate(m: re.Match[str]) -> Fields:
+    return {"cuda_graph_estimate_gib": _g(m, 1)}
+
+
+def _graph_pool(m: re.Match[str]) -> Fields:
+    return {"cuda_graph_gib": _g(m, 1), "cuda_graph_estimate_gib": _g(m, 2)}
+
+
+def _graph_util_hint(m: re.Match[str]) -> Fields:
+    return {"gpu_memory_utilization": _g(m, 1), "suggested_utilization": _g(m, 2)}
+
+
+def _free_error(m: re.Match[str]) -> Fields:
+    return {
+        "device": m.group(1),
+        "free_gpu_gib_at_startup": _g(m, 2),
+        "total_gpu_gib": _g(m, 3),
+        "gpu_memory_utilization": _g(m, 4),
+        "requested_gib": _g(m, 5),
+    }
+
+
+def _free_summary(m: re.Match[str]) -> Fields:
+    text = m.group(0)
+    fields: Fields = {
+        "device": m.group(1),
+        "free_gpu_gib_at_startup": _g(m, 2),
+        "total_gpu_gib": _g(m, 3),
+        "gpu_memory_utilization": _g(m, 4),
+        "requested_gib": _g(m, 5),
+    }
+    for pattern, name in (
+        (r"(\d+(?:\.\d+)?) GiB for weights?\b", "weights_gib"),
+        (r"(\d+(?:\.\d+)?) GiB for peak activation", "activation_peak_gib"),
+        (r"(\d+(?:\.\d+)?) GiB for non-torch memory", "non_torch_gib"),
+        (r"(\d+(?:\.\d+)?) GiB for (?:CUDAGraph|CUDA graph|NPU graph|graph) memory", "cuda_graph_gib"),
+        (r"(\d+(?:\.\d+)?) GiB for consumed memory", "consumed_gib"),
+    ):
+        found = re.search(pattern, text)
+        if found:
+            fields[name] = float(found.group(1))
+    kv = re.search(r"kv cache memory in use is (-?\d+(?:\.\d+)?)( GiB| bytes)?", text)
+    if kv:
+        value = float(kv.group(1))
+        fields["kv_cache_gib"] = value if (kv.group(2) or "").strip() == "GiB" else bytes_or_gib(kv.group(1))
+    fits = re.search(r"--kv-cache-memory=(\d+)`?(?: \([\d.]+ GiB\))? to fit", text)
+    if fits:
+        fields["kv_cache_memory_bytes_to_fit"] = int(fits.group(1))
+    full = re.search(r"--kv-cache-memory=(\d+)`?(?: \([\d.]+ GiB\))? to fully", text)
+    if full:
+        fields["kv_cache_memory_bytes_full"] = int(full.group(1))
+    return fields
+
+
+def _kv_bytes(m: re.Match[str]) -> Fields:
+    kv = _g(m, 2)
+    return {
+        "free_gpu_gib_at_startup": bytes_or_gib(m.group(1)),
+        "kv_cache_gib": kv,
+        "kv_cache_memory_bytes": int(kv * (1 << 30)),
+    }
+
+
+def _ascend_memory(m: re.Match[str]) -> Fields:
+    # vllm-ascend worker_v1: "Available memory: <bytes>, total memory: <bytes>"
+    return {
+        "kv_cache_gib": round(int(m.group(1)) / (1 << 30), 4),
+        "total_gpu_gib": round(int(m.group(2)) / (1 << 30), 2),
+    }
+
+
+_METHOD_PHASES = {
+    "load_model": "weight_loading",
+    "determine_num_available_blocks": "profile_run",
+    "determine_available_memory": "profile_run",
+    "profile_run": "profile_run",
+    "capture_model": "cuda_graph_capture",
+    "compile_or_warm_up_model": "cuda_graph_capture",
+    "initialize_cache": "kv_cache_allocation",
+    "initialize_from_config": "kv_cache_allocation",
+}
+
+
+def _worker_exception(m: re.Match[str]) -> Fields:
+    # V0 "Exception in worker VllmWorkerProcess while processing method init_device: NCCL error: …, Traceback"
+    fields: Fields = {"type": "WorkerException", "message": (m.group(2) or "").strip(), "method": m.group(1)}
+    return fields
+
+
+def _method_phase(m: re.Match[str]) -> Fields | None:
+    phase = _METHOD_PHASES.get(m.group(1))
+    return {"phase": phase, "method": m.group(1)} if phase else None
+
+
+def _uvicorn_error(m: re.Match[str]) -> Fields:
+    return {"type": "OSError", "message": f"[Errno {m.group(1)}] {m.group(2)}"}
+
+
+def _config_dict(m: re.Match[str]) -> Fields:
+    return {"dump": m.group(1)}
+
+
+def _startup_plan(m: re.Match[str]) -> Fields:
+    return {"kv_cache_memory_bytes": int(m.group(1)), "kv_cache_gib": _g(m, 2)}
+
+
+def _auto_fit(m: re.Match[str]) -> Fields:
+    return {"original_max_model_len": to_int(m.group(1)), "max_model_len": to_int(m.group(2))}
+
+
+def _max_len_v0(m: re.Match[str]) -> Fields:
+    return {"max_model_len": to_int(m.group(1)), "max_tokens_in_kv_cache": to_int(m.group(2))}
+
+
+def _max_len_v1(m: re.Match[str]) -> Fields:
+    fields: Fields = {
+        "max_model_len": to_int(m.group(1)),
+        "needed_kv_gib": _g(m, 2),
+        "kv_cache_gib": _g(m, 3),
+    }
+    est = re.search(r"estimated maximum model length is (\d+(?:,\d{3})*)", m.string)
+    if est:
+        fields["estimated_max_model_len"] = to_int(est.group(1))
+    return fields
+
+
+def _profiling_assert(m: re.Match[str]) -> Fields:
+    fields: Fields = {"measure": m.group(1)}
+    if m.group(2):
+        fields["initial_gib"] = bytes_or_gib(m.group(2))
+        fields["current_gib"] = bytes_or_gib(m.group(3))
+    return fields
+
+
+_OOM_FIELD_SOURCES = (
+    (r"Tried to allocate " + _SIZE, "tried_gib"),
+    (r"total capac(?:i)?ty of " + _SIZE, "total_gpu_gib"),
+    (r"of which " + _SIZE + " is free", "free_gib"),
+    (r"this process has " + _SIZE, "this_process_gib"),
+    (r"memory " + _SIZE + r" is allocated by PyTorch", "allocated_gib"),
+    (
+        r"and " + _SIZE + r" is reserved by PyTorch but unallocated",
+        "reserved_unallocated_gib",
+    ),
+    (r"with " + _SIZE + r" allocated in private pools", "private_pools_gib"),
+    # torch <= 2.0: "(GPU 0; 15.78 GiB total capacity; 14.56 GiB already allocated; 3.44 MiB free; …)"
+    (_SIZE + r" total capacity;", "total_gpu_gib"),
+    (_SIZE + r" already allocated", "allocated_gib"),
+    (r"; " + _SIZE + r" free;", "free_gib"),
+)
+
+
+@lru_cache(maxsize=1)
+def _oom_fields() -> tuple[tuple[re.Pattern[str], str], ...]:
+    return tuple((re.compile(source), name) for source, name in _OOM_FIELD_SOURCES)
+
+
+_OOM_PROCESS = re.compile(r"Process (\d+) has " + _SIZE + " memory in use")
+_OOM_GPU = re.compile(r"\(?GPU (\d+)[;)]? has|\(GPU (\d+);")
+
+
+def _cuda_oom(m: re.Match[str]) -> Fields:
+    text = m.string
+    fields: Fields = {"device": m.group(1)}
+    for pattern, name in _oom_fields():
+        if name in fields:
+            continue
+        found = pattern.search(text)
+        if found:
+            fields[name] = size_gib(found.group(1), found.group(2))
+    others = [(int(pid), size_gib(v, u)) for pid, v, u in _OOM_PROCESS.findall(text)]
+    if others:
+        fields["processes"] = [{"pid": pid, "gib": round(gib, 3)} for pid, gib in others]
+        fields["process_gib"] = round(sum(g for _, g in others), 3)
+    gpu = _OOM_GPU.search(text)
+    if gpu:
+        fields["gpu_index"] = int(gpu.group(1) or gpu.group(2))
+    return fields
+
+
+def _warmup_oom(m: re.Match[str]) -> Fields:
+    return {"what": m.group(1), "dummy_requests": to_int(m.group(2))}
+
+
+def _mamba(m: re.Match[str]) -> Fields:
+    return {"max_num_seqs": to_int(m.group(1)), "mamba_blocks": to_int(m.group(2))}
+
+
+def _mamba_cap(m: re.Match[str]) -> Fields:
+    return {"mamba_blocks": to_int(m.group(1))}
+
+
+def _user_len(m: re.Match[str]) -> Fields:
+    return {"max_model_len": to_int(m.group(1)), "derived": m.group(2)}
+
+
+def _long_ctx(m: re.Match[str]) -> Fields:
+    return {"max_model_len": to_int(m.group(1))}
+
+
+def _batched_error(m: re.Match[str]) -> Fields:
+    return {"max_num_batched_tokens": to_int(m.group(1)), "max_model_len": to_int(m.group(2))}
+
+
+def _setting(m: re.Match[str]) -> Fields:
+    return {m.group(1): to_int(m.group(2))}
+
+
+def _chunked(m: re.Match[str]) -> Fields:
+    return {"max_num_batched_tokens": to_int(m.group(1))}
+
+
+def _exception(m: re.Match[str]) -> Fields:
+    return {"type": m.group(1), "message": m.group(2).strip()}
+
+
+def _frame(m: re.Match[str]) -> Fields:
+    return {"file": m.group(1), "function": m.group(2)}
+
+
+def _command(m: re.Match[str]) -> Fields | None:
+    text = m.string
+    if 'File "' in text or not is_vllm_command(text):
+        return None
+    flags = parse_command_line(text)
+    return {"flags": flags} if flags else None
+
+
+def _nothing(m: re.Match[str]) -> Fields:
+    return {}
+
+
+def _platform(m: re.Match[str]) -> Fields:
+    return {"platform": m.group(1).lower()}
+
+
+def _logo_model(m: re.Match[str]) -> Fields:
+    return {"model": m.group(1)}
+
+
+def _server_version(m: re.Match[str]) -> Fields:
+    return {"version": m.group(1), "model": m.group(2)}
+
+
+def _phase(m: re.Match[str]) -> Fields:
+    text = m.group(0).lower()
+    if "profiling cuda graph" in text:
+        phase = "cuda_graph_profile"
+    elif "captur" in text or "cuda graphs can take" in text:
+        phase = "cuda_graph_capture"
+    elif "profil" in text:
+        phase = "profile_run"
+    elif "sampler" in text or "warm" in text:
+        phase = "sampler_warmup"
+    else:
+        phase = "weight_loading"
+    return {"phase": phase}
+
+
+def _cache_info(m: re.Match[str]) -> Fields:
+    return {"gpu_blocks": to_int(m.group(1))}
+
+
+def _override(m: re.Match[str]) -> Fields:
+    return {"gpu_blocks": to_int(m.group(2)), "computed_blocks": to_int(m.group(1))}
+
+
+def _F(source: str) -> str:
+    return source
+
+
+EXTRACTORS: tuple[Extractor, ...] = (
+    # §2 banner / version / args
+    Extractor(
+        "engine_banner",
+        ("engine",),
+        _F(r"Initializing an? (?:(V[01]) )?LLM engine(?: \(v([\w.+-]+)\))? with config: (.*)"),
+        _banner,
+    ),
+    Extractor("version", ("version",), _F(r"vLLM API server version ([\w.+-]+)"), _version),
+    Extractor(
+        "version",
+        ("version",),
+        _F(r"vLLM server version ([\w.+-]+), serving model (\S+)"),
+        _server_version,
+    ),
+    # the 0.15+ ASCII logo: "▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.20.0"
+    Extractor("version", ("version",), _F(r"^(?:[\s▄█▀▐▌]*)version\s+(\d+\.\d+[\w.+-]*)\s*$"), _version),
+    Extractor("version", ("Launching vLLM",), _F(r"Launching vLLM \(v([\w.+-]+)\)"), _version),
+    Extractor("logo_model", ("model   ",), _F(r"^(?:[\s▄█▀▐▌]*)model\s{3}(\S+)\s*$"), _logo_model),
+    Extractor(
+        "command_line",
+        (
+            "vllm serve",
+            "vllm.entrypoints",
+            "vllm/vllm-",
+            "api_server.py",
+            "--gpu-memory-utilization",
+            "--max-model-len",
+        ),
+        _F(r"^"),
+        _command,
+    ),
+    Extractor("args", ("args: ",), _F(r"(?:non-default )?args: (.*)"), lambda m: {"dump": m.group(1)}),
+    # §3 weights
+    Extractor(
+        "weights_loaded",
+        ("took",),
+        _F(r"(?:Loading model weights|Model loading) took (\d+(?:\.\d+)?) ?Gi?B"),
+        _weights,
+    ),
+    # §4 profiling
+    Extractor(
+        "profile_v064",
+        ("Memory profiling results",),
+        _F(r"Memory profiling results: .*"),
+        _profile_v064,
+    ),
+    Extractor(
+        "profile_budget",
+        ("total_gpu_memory (",),
+        _F(
+            r"total_gpu_memory \((\d+(?:\.\d+)?) ?GiB\) x gpu_memory_utilization \((\d+(?:\.\d+)?)\) = (-?\d+(?:\.\d+)?) ?GiB"  # noqa: E501
+        ),
+        _budget,
+    ),
+    Extractor(
+        "profile_breakdown",
+        ("model weights take",),
+        _F(
+            r"model weights take (-?\d+(?:\.\d+)?) ?GiB; non_torch_memory takes (-?\d+(?:\.\d+)?) ?GiB; PyTorch activation "  # noqa: E501
+            r"peak memory takes (-?\d+(?:\.\d+)?) ?GiB; the rest of the memory reserved for KV Cache is (-?\d+(?:\.\d+)?) ?GiB"  # noqa: E501
+        ),
+        _breakdown,
+    ),
+    Extractor(
+        "profile_summary",
+        ("Memory profiling takes",),
+        _F(r"Memory profiling takes [\d.]+ seconds\. Total non KV cache memory.*"),
+        _profile_debug,
+    ),
+    Extractor(
+        "available_kv_memory",
+        ("Available KV cache memory",),
+        _F(r"Available KV cache memory: (-?\d+(?:\.\d+)?) ?GiB"),
+        _kv_gib,
+    ),
+    # §5 blocks and tokens
+    Extractor(
+        "gpu_blocks",
+        ("blocks:",),
+        _F(
+            r"# (GPU|CUDA|cuda|TPU|HPU|XPU|NPU|npu|xpu|hpu|rocm|ROCm|\w+) blocks: (\d+(?:,\d{3})*)(?:, # CPU blocks: (\d+(?:,\d{3})*))?"  # noqa: E501
+        ),
+        _blocks,
+    ),
+    Extractor(
+        "kv_cache_size",
+        ("KV cache size:",),
+        _F(
+            r"((?:GPU|XPU|CPU|TPU|NPU|HPU)(?: \+ host)?) KV cache size: (\d+(?:,\d{3})*) tokens"
+            r"(?:, Maximum concurrency for (\d+(?:,\d{3})*) tokens per request: (\d+(?:\.\d+)?)x)?"
+        ),
+        _kv_size,
+    ),
+    Extractor(
+        "max_concurrency",
+        ("Maximum concurrency",),
+        _F(r"^(?!.*KV cache size).*Maximum concurrency for (\d+(?:,\d{3})*) tokens per request: (\d+(?:\.\d+)?)x"),
+        _concurrency,
+    ),
+    Extractor(
+        "cache_config_info",
+        ("cache_config_info",),
+        _F(r"initialization after num_gpu_blocks is: (\d+(?:,\d{3})*)"),
+        _cache_info,
+    ),
+    Extractor(
+        "blocks_override",
+        ("num_gpu_blocks_override",),
+        _F(r"Overriding num_gpu_blocks=(\d+) with num_gpu_blocks_override=(\d+)"),
+        _override,
+    ),
+    # §6 CUDA graphs
+    Extractor(
+        "graph_capture_done",
+        ("Graph capturing finished",),
+        _F(r"Graph capturing finished in (\d+(?:\.\d+)?) secs?(?:, took (-?\d+(?:\.\d+)?) GiB)?"),
+        _graph_done,
+    ),
+    Extractor(
+        "graph_estimate",
+        ("Estimated CUDA graph memory",),
+        _F(r"Estimated CUDA graph memory: (\d+(?:\.\d+)?) GiB total"),
+        _graph_estimate,
+    ),
+    Extractor(
+        "graph_pool",
+        ("CUDA graph pool memory",),
+        _F(r"CUDA graph pool memory: (-?\d+(?:\.\d+)?) GiB \(actual\), (-?\d+(?:\.\d+)?) GiB \(estimated\)"),
+        _graph_pool,
+    ),
+    Extractor(
+        "graph_util_hint",
+        ("--gpu-memory-utilization",),
+        _F(
+            r"--gpu-memory-utilization[= ](\d+(?:\.\d+)?)\D.*increase --gpu-memory-utilization (?:from [\d.]+ )?to (\d+(?:\.\d+)?)"  # noqa: E501
+        ),
+        _graph_util_hint,
+    ),
+    # §4.2 / §9.1 free memory at start-up: the failing check and the healthy summary share words
+    Extractor(
+        "free_memory_error",
+        ("on startup is less than",),
+        _F(
+            r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) on startup is less than desired GPU memory "  # noqa: E501
+            r"utilization \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)"
+        ),
+        _free_error,
+    ),
+    Extractor(
+        "free_memory_error",
+        ("on startup is less than the engine",),
+        _F(
+            r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) on startup is less than the engine's budget "  # noqa: E501
+            r"after excluding external process's weights \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)"
+        ),
+        _free_error,
+    ),
+    Extractor(
+        "startup_memory_summary",
+        ("on startup. Desired",),
+        _F(
+            r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) on startup\. Desired GPU memory utilization "  # noqa: E501
+            r"is \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)\..*"
+        ),
+        _free_summary,
+    ),
+    Extractor(
+        "kv_cache_memory_bytes",
+        ("kv_cache_memory_bytes config",),
+        _F(r"Initial free memory (-?\d+(?:\.\d+)?) ?GiB, reserved (-?\d+(?:\.\d+)?) ?GiB memory for KV Cache"),
+        _kv_bytes,
+    ),
+    Extractor(
+        "kv_cache_memory_bytes",
+        ("startup plan",),
+        _F(r"kv_cache_memory_bytes=(\d+) \((\d+(?:\.\d+)?) GiB\)"),
+        _startup_plan,
+    ),
+    Extractor(
+        "auto_fit",
+        ("Auto-fit max_model_len",),
+        _F(r"reduced from (\d+(?:,\d{3})*) to (\d+(?:,\d{3})*)"),
+        _auto_fit,
+    ),
+    Extractor(
+        "auto_fit",
+        ("Auto-fit max_model_len",),
+        _F(r"full model context length (\d+(?:,\d{3})*) fits"),
+        lambda m: {"max_model_len": to_int(m.group(1))},
+    ),
+    # §7 / §8 the errors
+    Extractor(
+        "no_cache_blocks_error",
+        ("No available memory for the cache blocks",),
+        _F(r"No available memory for the cache blocks"),
+        _nothing,
+    ),
+    Extractor(
+        "auto_fit_error",
+        ("Cannot auto-fit max_model_len",),
+        _F(r"Cannot auto-fit max_model_len"),
+        _nothing,
+    ),
+    Extractor(
+        "max_len_error",
+        ("max seq len",),
+        _F(
+            r"max seq len \((\d+(?:,\d{3})*)\) is larger than the maximum number of tokens that can be stored in KV "
+            r"cache \((\d+(?:,\d{3})*)\)"
+        ),
+        _max_len_v0,
+    ),
+    Extractor(
+        "max_len_error",
+        ("max seq len",),
+        _F(
+            r"To serve at least one request with the models?'s max seq len \((\d+(?:,\d{3})*)\),?\s*\(?(\d+(?:\.\d+)?) ?Gi?B KV "  # noqa: E501
+            r"cache is needed, which is larger than the available KV cache memory \((-?\d+(?:\.\d+)?) ?Gi?B\)"
+        ),
+        _max_len_v1,
+    ),
+    Extractor(
+        "profiling_assert",
+        ("Error in memory profiling",),
+        _F(
+            r"Error in memory profiling\.(?: Initial (free|used) memory (\d+(?:\.\d+)?)(?: ?GiB)?, current(?:ly used)?"
+            r"(?: free)? memory (\d+(?:\.\d+)?))?"
+        ),
+        _profiling_assert,
+    ),
+    Extractor(
+        "mamba_blocks_error",
+        ("Mamba cache blocks",),
+        _F(r"max_num_seqs \((\d+(?:,\d{3})*)\) exceeds available Mamba cache blocks \((\d+(?:,\d{3})*)\)"),
+        _mamba,
+    ),
+    Extractor(
+        "mamba_blocks_capped",
+        ("Mamba cache blocks",),
+        _F(r"(?i)(?:capping|reducing|lowering|limit(?:ing)?) max_num_seqs.*?Mamba cache blocks \(?(\d+(?:,\d{3})*)"),
+        _mamba_cap,
+    ),
+    Extractor(
+        "warmup_oom",
+        ("occurred when warming up",),
+        _F(r"out of memory occurred when warming up (sampler|pooler[^)]*\)?) with (\d+(?:,\d{3})*) dummy requests"),
+        _warmup_oom,
+    ),
+    # §10 PyTorch OOM, every wording
+    Extractor("cuda_oom", ("out of memory",), _F(r"(CUDA|XPU|NPU|HIP) out of memory\."), _cuda_oom),
+    Extractor("cuda_oom", ("out of memory",), _F(r"(CUDA|NPU) error: out of memory"), _cuda_oom),
+    Extractor("cuda_oom", ("OutOfMemoryError",), _F(r"(NPU|XPU)?\w*OutOfMemoryError"), _cuda_oom),
+    # §8.3 / §9.3 related messages
+    Extractor(
+        "user_max_len_warning",
+        ("User-specified max_model_len",),
+        _F(r"User-specified max_model_len \((\d+(?:,\d{3})*)\) is greater than the derived max_model_len \(([^)]*)\)"),
+        _user_len,
+    ),
+    Extractor(
+        "long_context_warning",
+        ("long context length",),
+        _F(r"The model has a long context length \((\d+(?:,\d{3})*)\)"),
+        _long_ctx,
+    ),
+    Extractor(
+        "batched_tokens_error",
+        ("is smaller than max_model_len",),
+        _F(r"max_num_batched_tokens \((\d+(?:,\d{3})*)\) is smaller than max_model_len \((\d+(?:,\d{3})*)\)"),
+        _batched_error,
+    ),
+    Extractor(
+        "setting",
+        ("Setting max_num", "Defaulting max_num"),
+        _F(r"(?:Setting|Defaulting) (max_num_batched_tokens|max_num_seqs) to (\d+(?:,\d{3})*)"),
+        _setting,
+    ),
+    Extractor(
+        "setting",
+        ("Chunked prefill is enabled with",),
+        _F(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+(?:,\d{3})*)"),
+        _chunked,
+    ),
+    Extractor("platform", ("detected platform",), _F(r"detected platform (\w+)"), _platform),
+    # start-up phases, used to place an OOM (§6, §3)
+    Extractor(
+        "phase",
+        (
+            "Starting to load model",
+            "Loading model from scratch",
+            "Loading safetensors",
+            "Loading weights",
+            "Loading pt checkpoint",
+        ),
+        _F(
+            r"Starting to load model|Loading model from scratch|Loading safetensors checkpoint shards|"
+            r"Loading pt checkpoint shards|Loading weights"
+        ),
+        _phase,
+    ),
+    Extractor(
+        "phase",
+        ("profile run", "Memory profiling"),
+        _F(r"Starting profile run|Memory profiling takes"),
+        _phase,
+    ),
+    Extractor(
+        "phase",
+        ("Captur", "captur", "CUDA graphs can take"),
+        _F(
+            r"CUDA graphs can take additional|"
+            r"Capturing (?:the model for CUDA graphs|cudagraphs|CUDA graph shapes|CUDA graphs)|"
+            r"Profiling CUDA graph memory"
+        ),
+        _phase,
+    ),
+    # the end of a start-up
+    Extractor(
+        "engine_failed",
+        ("failed to start", "initialization failed"),
+        _F(
+            r"EngineCore failed to start|Engine core initialization failed|WorkerProc failed to start|"
+            r"Engine process failed to start"
+        ),
+        _nothing,
+    ),
+    Extractor(
+        "serving",
+        (
+            "Uvicorn running",
+            "Application startup complete",
+            "Starting vLLM API server",
+            "init engine (profile",
+            "Available routes are",
+        ),
+        _F(
+            r"Uvicorn running on|Application startup complete|Starting vLLM API server|"
+            r"init engine \(profile, create kv cache, warmup model\) took|Available routes are"
+        ),
+        _nothing,
+    ),
+    # a server that was shut down (so a later start-up in the same log is not competing with it)
+    Extractor(
+        "shutdown",
+        ("Shutting down", "Finished server process", "Waiting for application shutdown"),
+        _F(r"Shutting down|Finished server process|Waiting for application shutdown"),
+        _nothing,
+    ),
+    # worker wrappers that carry the root cause or the failing step (V0 multiproc / Ray)
+    Extractor(
+        "exception",
+        ("Exception in worker",),
+        _F(r"Exception in worker \S+ while processing method (\w+)(?:: (.*?))?(?:, Traceback.*)?\.?$"),
+        _worker_exception,
+    ),
+    Extractor(
+        "phase",
+        ("while processing method", "Error executing method"),
+        _F(r"(?:while processing method|Error executing method) (\w+)"),
+        _method_phase,
+    ),
+    Extractor(
+        "exception",
+        ("Error executing method",),
+        _F(r"(Error executing method (\w+)\.?.*)"),
+        lambda m: {"type": "WorkerMethodError", "message": m.group(1), "method": m.group(2)},
+    ),
+    # Ray V0: "Error executing method capture_model. This might cause deadlock …" (often cut short)
+    Extractor("engine_failed", ("Error executing",), _F(r"Error executing metho"), _nothing),
+    # C++ exceptions surfaced by Ray / NCCL:
+    # "Unhandled exception: St13runtime_error. what(): NCCL Error 5: invalid usage"
+    Extractor(
+        "exception", ("what():",), _F(r"what\(\):\s*(.*)"), lambda m: {"type": "CppException", "message": m.group(1)}
+    ),
+    # the free-memory check quoted without its figures (issue titles, wrappers)
+    Extractor(
+        "free_memory_error",
+        ("on startup is less than desired",),
+        _F(r"on startup is less than desired GPU memory utilization(?: \((\d+(?:\.\d+)?)\))?"),
+        lambda m: {"gpu_memory_utilization": float(m.group(1))} if m.group(1) else {},
+    ),
+    # engine arguments pasted as JSON or Python keywords: "gpu_memory_utilization": 0.47 / gpu_memory_utilization=0.9
+    Extractor(
+        "config_value",
+        ("gpu_memory_utilization", "max_model_len"),
+        _F(
+            r"[\"']?(gpu_memory_utilization|max_model_len|tensor_parallel_size|max_num_seqs)[\"']?\s*[:=]\s*[\"']?(\d+(?:\.\d+)?)\b"
+        ),
+        lambda m: {"flags": {m.group(1): float(m.group(2)) if "." in m.group(2) else int(m.group(2))}},
+    ),
+    # an exception quoted after other words (a ticket title: "vllm 跨主机启动失败 RuntimeError: NCCL error: …")
+    Extractor(
+        "exception",
+        ("Error: ", "Exception: "),
+        _F(
+            r"^(?!\s*[`'\">]*(?:\w+ )?(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception):)"
+            r".*?\s((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (.+)$"
+        ),
+        _exception,
+    ),
+    # a flag quoted in prose or a ticket: "under `--gpu-memory-utilization 0.3`" (the weakest source)
+    Extractor(
+        "config_value",
+        ("--gpu-memory-utilization ", "--gpu-memory-utilization=", "--max-model-len"),
+        _F(r"--(gpu-memory-utilization|max-model-len)[ =](\d+(?:\.\d+)?)\b"),
+        lambda m: {
+            "flags": {m.group(1).replace("-", "_"): float(m.group(2)) if "." in m.group(2) else int(m.group(2))}
+        },
+    ),
+    # a code line inside a traceback names the step even when the frame is a wrapper
+    # ("    cuda_graph_memory_bytes = self.model_runner.capture_model()")
+    Extractor(
+        "frame",
+        ("capture_model(", "_dummy_sampler_run(", "profile_run(", "load_model("),
+        _F(r"^\s+.*?\b(capture_model|_dummy_sampler_run|profile_run|load_model)\("),
+        lambda m: {"file": "<code>", "function": m.group(1)},
+    ),
+    # uvicorn's own level format: "ERROR:    [Errno 98] error while attempting to bind on address …"
+    Extractor("exception", ("[Errno",), _F(r"^ERROR:\s+\[Errno (\d+)\] (.*)"), _uvicorn_error),
+    # vllm-ascend and the RunPod worker's own lines
+    Extractor(
+        "available_kv_memory", ("total memory:",), _F(r"Available memory: (-?\d+), total memory: (\d+)"), _ascend_memory
+    ),
+    Extractor("args", ("vLLM config: {",), _F(r"vLLM config: (\{.*\})"), _config_dict),
+    # a torch OOM message cut off by the paste: "RuntimeError: CUDA out of"
+    Extractor("cuda_oom", ("CUDA out of", "HIP out of"), _F(r"(CUDA|HIP) out of(?: m[a-z]*)?\s*$"), _cuda_oom),
+    # 0.18–0.19 wording of the CUDA-graph profiling hint
+    Extractor(
+        "graph_util_hint",
+        ("increase --gpu-memory-utilization from",),
+        _F(r"increase --gpu-memory-utilization from (\d+(?:\.\d+)?) to (\d+(?:\.\d+)?)"),
+        _graph_util_hint,
+    ),
+    # Python tracebacks: frames and the exception line
+    Extractor("frame", ('File "',), _F(r'File "([^"]+)", line \d+, in (\S+)'), _frame),
+    # rich-style boxed tracebacks, borders peeled or not: "│ /path/tokenizer.py:36 in get_tokenizer   │"
+    Extractor("frame", (".py:",), _F(r"^\s*(?:│\s*)?(\S+\.py):\d+ in (\w+)"), _frame),
+    # IPython/Jupyter: "File ~/.local/…/utils.py:785, in wait_for_engine_startup(" and
+    # "File [~/…/cache_engine.py:64](http://…), in CacheEngine._allocate_kv_cache(self, …)"
+    Extractor("frame", ("File ",), _F(r"File \[?~?([^\s\]]+\.py):\d+\]?(?:\([^)]*\))?, in ([\w.]+)"), _frame),
+    Extractor(
+        "traceback",
+        ("Traceback (most recent call last)",),
+        _F(r"Traceback \(most recent call last\)"),
+        _nothing,
+    ),
+    Extractor(
+        "exception",
+        ("Error", "Exception", "Interrupt"),
+        # a leading backtick, quote or ">" is left by markdown pastes
+        _F(r"^[\s`'\">]*(?:\w+ )?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)):\s*(.*)$"),
+        _exception,
+    ),
+)
+
+# Event kinds whose extractor may fire on the same line as another (an OOM inside an exception).
+MULTI = frozenset({"exception", "phase", "warmup_oom", "frame", "engine_failed"})
