@@ -1,16 +1,21 @@
-"""Score kvdoctor on a labelled corpus (default: tests/fixtures/corpus).
+"""Score kvdoctor on labelled corpora (default: tests/fixtures/corpus and every folder under
+tests/fixtures/validation/).
 
 Prints, per file, the verdict and first remedy against the labels, then the totals the issues
-set as targets: figures recovered (≥95%), verdict matches class (≥95%), first remedy matches
-remedy_primary (≥85%), and first remedies that point the opposite way (must be 0).
+set as targets: figures recovered, verdict matches class, first remedy matches remedy_primary,
+first remedies that point the opposite way (must be 0), healthy start-ups called failures (must
+be 0), and how often each confidence level is right (a first remedy at `high` must be ≥ 97% right).
 
-    python benchmarks/corpus_score.py [CORPUS_DIR]
+    python benchmarks/corpus_score.py [CORPUS_DIR ...]
 """
 
 from __future__ import annotations
 
 import sys
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -40,13 +45,20 @@ REMEDY = {
 }
 
 
+def corpora(args: list[str]) -> list[Path]:
+    if args:
+        return [Path(a) for a in args]
+    validation = sorted(p for p in (ROOT / "tests" / "fixtures" / "validation").glob("*") if (p / "labels.yaml").exists())
+    return [ROOT / "tests" / "fixtures" / "corpus", *validation]
+
+
 def same(a: object, b: object) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return round(float(a), 2) == round(float(b), 2) or abs(float(a) - float(b)) < 0.006
     return a == b
 
 
-def opposite(label: dict, action: str | None) -> bool:
+def opposite(label: dict[str, Any], action: str | None) -> bool:
     klass, sub = label["class"], label.get("subcause") or label.get("subcause_inferred")
     if action == "raise_gpu_memory_utilization" and (klass == "insufficient_free_memory_at_startup" or sub == "b"):
         return True
@@ -55,44 +67,105 @@ def opposite(label: dict, action: str | None) -> bool:
     return action == "lower_max_model_len" and klass == "no_cache_blocks"
 
 
-def main(corpus: Path) -> int:
-    labels = yaml.safe_load((corpus / "labels.yaml").read_text())
-    fig_ok = fig_all = verdict_ok = remedy_ok = wrong_way = 0
-    for label in labels:
-        path = corpus / label["file"]
-        analysis = analyse_lines(str(path), iter_raw_lines(open_source(str(path))))
-        facts = {k: f.value for k, f in analysis.last.facts.items() if f.source != "estimate"}
-        misses = []
-        for name in FIGURES:
-            if label.get(name) is None:
-                continue
-            fig_all += 1
-            if same(facts.get(name), label[name]):
-                fig_ok += 1
-            else:
-                misses.append(f"{name}={facts.get(name)}≠{label[name]}")
-        report = diagnose(path)
-        first = report.diagnoses[0].remedies[0].action if report.diagnoses and report.diagnoses[0].remedies else None
-        v_ok = report.verdict == label["class"]
-        r_ok = first in REMEDY.get(label["remedy_primary"], {label["remedy_primary"]})
-        bad = opposite(label, first)
-        verdict_ok += v_ok
-        remedy_ok += r_ok
-        wrong_way += bad
-        mark = "ok " if v_ok and r_ok and not misses else "XX "
-        print(
-            f"{mark}{label['file'][:58]:<58} {report.verdict:<34} {str(first):<30}"
-            f"{'' if v_ok else ' want ' + label['class']}{'' if r_ok else ' want ' + label['remedy_primary']}"
-            f"{' OPPOSITE' if bad else ''} {' '.join(misses)}"
-        )
-    n = len(labels)
-    print(
-        f"\nfigures {fig_ok}/{fig_all} ({100 * fig_ok / max(fig_all, 1):.1f}%)  verdict {verdict_ok}/{n} "
-        f"({100 * verdict_ok / n:.1f}%)  first remedy {remedy_ok}/{n} ({100 * remedy_ok / n:.1f}%)  "
-        f"opposite {wrong_way}"
+@dataclass
+class Scored:
+    """One file's result against its label."""
+
+    file: str
+    verdict: str
+    first: str | None
+    confidence: str | None
+    verdict_ok: bool
+    remedy_ok: bool
+    opposite: bool
+    healthy_called_failure: bool
+    figures_ok: int
+    figures_all: int
+    misses: list[str] = field(default_factory=list)
+
+
+def score_file(corpus: Path, label: dict[str, Any]) -> Scored:
+    path = corpus / label["file"]
+    analysis = analyse_lines(str(path), iter_raw_lines(open_source(str(path))))
+    facts = {k: f.value for k, f in analysis.last.facts.items() if f.source != "estimate"}
+    misses, ok, total = [], 0, 0
+    for name in FIGURES:
+        if label.get(name) is None:
+            continue
+        total += 1
+        if same(facts.get(name), label[name]):
+            ok += 1
+        else:
+            misses.append(f"{name}={facts.get(name)}≠{label[name]}")
+    report = diagnose(path)
+    top = report.diagnoses[0] if report.diagnoses else None
+    first = top.remedies[0].action if top and top.remedies else None
+    return Scored(
+        file=label["file"],
+        verdict=report.verdict,
+        first=first,
+        confidence=top.confidence if top else None,
+        verdict_ok=report.verdict == label["class"],
+        remedy_ok=first in REMEDY.get(label["remedy_primary"], {label["remedy_primary"]}),
+        opposite=opposite(label, first),
+        healthy_called_failure=label["class"] == "healthy" and report.verdict not in ("healthy", "unknown"),
+        figures_ok=ok,
+        figures_all=total,
+        misses=misses,
     )
+
+
+def score_corpus(corpus: Path) -> list[tuple[dict[str, Any], Scored]]:
+    labels = yaml.safe_load((corpus / "labels.yaml").read_text(encoding="utf-8"))
+    return [(label, score_file(corpus, label)) for label in labels]
+
+
+def summary(results: list[Scored]) -> str:
+    n = max(len(results), 1)
+    fig_ok = sum(r.figures_ok for r in results)
+    fig_all = max(sum(r.figures_all for r in results), 1)
+    verdict = sum(r.verdict_ok for r in results)
+    remedy = sum(r.remedy_ok for r in results)
+    by_conf: Counter[str] = Counter()
+    right: Counter[str] = Counter()
+    for r in results:
+        level = r.confidence or "none"
+        by_conf[level] += 1
+        right[level] += r.verdict_ok and r.remedy_ok
+    levels = "  ".join(
+        f"{level} {right[level]}/{by_conf[level]} ({100 * right[level] / by_conf[level]:.0f}%)"
+        for level in ("high", "medium", "low", "none")
+        if by_conf[level]
+    )
+    return (
+        f"logs {len(results)}  figures {fig_ok}/{fig_all} ({100 * fig_ok / fig_all:.1f}%)  "
+        f"verdict {verdict}/{n} ({100 * verdict / n:.1f}%)  first remedy {remedy}/{n} ({100 * remedy / n:.1f}%)  "
+        f"opposite {sum(r.opposite for r in results)}  healthy called failure "
+        f"{sum(r.healthy_called_failure for r in results)}\n"
+        f"right (verdict and first remedy) by confidence: {levels}"
+    )
+
+
+def main(args: list[str]) -> int:
+    everything: list[Scored] = []
+    for corpus in corpora(args):
+        results = score_corpus(corpus)
+        print(f"== {corpus.relative_to(ROOT) if corpus.is_relative_to(ROOT) else corpus}")
+        for label, r in results:
+            mark = "ok " if r.verdict_ok and r.remedy_ok and not r.misses else "XX "
+            print(
+                f"{mark}{r.file[:58]:<58} {r.verdict:<34} {str(r.first):<30} {r.confidence or '-':<6}"
+                f"{'' if r.verdict_ok else ' want ' + label['class']}"
+                f"{'' if r.remedy_ok else ' want ' + label['remedy_primary']}"
+                f"{' OPPOSITE' if r.opposite else ''} {' '.join(r.misses)}"
+            )
+        scored = [r for _, r in results]
+        print(summary(scored) + "\n")
+        everything.extend(scored)
+    if len(everything) > 0:
+        print("== all\n" + summary(everything))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "tests" / "fixtures" / "corpus"))
+    sys.exit(main(sys.argv[1:]))
