@@ -48,7 +48,8 @@ REMEDY = {
 def corpora(args: list[str]) -> list[Path]:
     if args:
         return [Path(a) for a in args]
-    validation = sorted(p for p in (ROOT / "tests" / "fixtures" / "validation").glob("*") if (p / "labels.yaml").exists())
+    found = (ROOT / "tests" / "fixtures" / "validation").glob("*")
+    validation = sorted(p for p in found if (p / "labels.yaml").exists())
     return [ROOT / "tests" / "fixtures" / "corpus", *validation]
 
 

@@ -6,6 +6,7 @@ regressions. `benchmarks/corpus_score.py` prints the same comparison as a table.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ _spec = importlib.util.spec_from_file_location(
 )
 assert _spec and _spec.loader
 score = importlib.util.module_from_spec(_spec)
+sys.modules["corpus_score"] = score  # its dataclasses look their module up
 _spec.loader.exec_module(score)
 
 
