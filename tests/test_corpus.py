@@ -45,9 +45,21 @@ def test_figures_recovered_at_least_95_percent() -> None:
     assert total > 60 and ok / total >= 0.95
 
 
+# Labels the log itself cannot support: the thread knows more than the file shows. kvdoctor must
+# then not claim the label's failure at all (issue 10: no claim without evidence).
+NO_EVIDENCE_IN_FILE = {
+    # the thread reports an OOM in the capture; the file ends inside the capture with no error
+    "048-v0-055-gemma2-9b-8xl4-tp8-cudagraph-oom.log": ("healthy", "low"),
+}
+
+
 @pytest.mark.parametrize("label", LABELS, ids=[entry["file"][:40] for entry in LABELS])
 def test_verdict_and_first_remedy(label: dict[str, Any]) -> None:
     report = diagnose(CORPUS / label["file"])
+    if label["file"] in NO_EVIDENCE_IN_FILE:
+        assert (report.verdict, report.diagnoses[0].confidence) == NO_EVIDENCE_IN_FILE[label["file"]]
+        assert "before the server said it serves" in report.diagnoses[0].explanation
+        return
     assert report.verdict == label["class"]
     first = report.diagnoses[0].remedies[0].action if report.diagnoses[0].remedies else None
     assert not score.opposite(label, first), f"first remedy {first} points the wrong way"

@@ -244,7 +244,7 @@ def test_engine_args_pasted_as_json_are_read() -> None:
 def test_a_start_up_still_running_is_not_a_verdict_of_its_own() -> None:
     log = "\n".join([BANNER, "(APIServer pid=1) INFO 11-01 09:50:12 [utils.py:1] non-default args: {'model': 'm'}"])
     report = diagnose(log)
-    assert report.verdict == "other" and report.diagnoses[0].severity == "info"
+    assert report.verdict == "unknown" and report.diagnoses[0].rule == "start-up-incomplete"
     assert report.diagnoses[0].remedies[0].action == "collect_more_log"
     assert report.exit_code("error") == 0
 

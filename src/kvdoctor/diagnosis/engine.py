@@ -8,7 +8,7 @@ from typing import Any
 
 from kvdoctor.diagnosis import conditions
 from kvdoctor.diagnosis.report import AttemptReport, Avoid, Diagnosis, Evidence, Remedy
-from kvdoctor.diagnosis.rules import Rule, Text
+from kvdoctor.diagnosis.rules import CONFIDENCES, Rule, Text
 from kvdoctor.reader.facts import Fact, Facts
 from kvdoctor.reader.pipeline import AttemptResult
 
@@ -117,6 +117,16 @@ def fire(rule: Rule, facts: Facts) -> bool:
     return conditions.evaluate(rule.when, _lookup(facts), rule.defines) is True
 
 
+def confidence(rule: Rule, facts: Facts) -> str:
+    """The rule's level, lowered one step for each graded level whose condition does not hold."""
+    level = rule.confidence
+    lookup = _lookup(facts)
+    for graded, node in rule.confidence_when:
+        if graded == level and conditions.evaluate(node, lookup, rule.defines) is not True:
+            level = CONFIDENCES[min(CONFIDENCES.index(level) + 1, len(CONFIDENCES) - 1)]
+    return level
+
+
 def diagnose_rule(rule: Rule, facts: Facts, lang: str) -> Diagnosis:
     lookup = _lookup(facts)
     remedies = []
@@ -141,7 +151,7 @@ def diagnose_rule(rule: Rule, facts: Facts, lang: str) -> Diagnosis:
         cause=rule.cause,
         phase=phase,
         severity=rule.severity,
-        confidence=rule.confidence,
+        confidence=confidence(rule, facts),
         title=render_template(pick(rule.title, lang), facts),
         explanation=render_template(pick(rule.explain, lang), facts).strip(),
         remedies=tuple(remedies),

@@ -76,7 +76,7 @@ class AttemptReport:
     def inconclusive(self) -> bool:
         """Nothing decided: no rule fired, or only an informational note (a start-up still running)."""
         top = self.diagnoses[0] if self.diagnoses else None
-        return top is None or (top.klass == "other" and top.severity == "info")
+        return top is None or top.klass == "unknown"
 
     def as_record(self) -> dict[str, Any]:
         return {

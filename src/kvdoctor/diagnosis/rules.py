@@ -26,6 +26,7 @@ CLASSES = (
     "cuda_oom",
     "healthy",
     "other",
+    "unknown",  # the outcome is not in the log (it stops before serving or failing)
 )
 CAUSES = ("utilization_too_low", "other_process", "model_too_large", "profile_overhead")
 PHASES = (
@@ -66,6 +67,7 @@ _FIELDS = {
     "phase",
     "severity",
     "confidence",
+    "confidence_when",
     "priority",
     "define",
     "when",
@@ -148,6 +150,9 @@ class Rule:
     evidence: tuple[str, ...] = ()
     examples: tuple[Example, ...] = field(default_factory=tuple)
     fallback: bool = False  # considered only when no other rule fires (the catch-all)
+    # (level, condition) from the rule's ceiling down: a level is granted only while its
+    # condition holds; the rule then speaks at the next level down (see rule-authoring.md)
+    confidence_when: tuple[tuple[str, Node], ...] = ()
 
 
 def builtin_rules_dir() -> Path:
@@ -269,8 +274,17 @@ def _build(ld: _Loader, data: dict[str, Any]) -> Rule | None:
             _check_template(ld, text, defines, key)
     remedies = tuple(_remedies(ld, data.get("remedies") or [], defines))
     avoid = tuple(_avoids(ld, data.get("avoid") or [], defines))
+    graded = _confidence_when(ld, data.get("confidence_when"), data.get("confidence", "medium"), defines)
     _check_unused(
-        ld, defines, [when, *(r.when for r in remedies), *(r.value for r in remedies), *(a.when for a in avoid)]
+        ld,
+        defines,
+        [
+            when,
+            *(r.when for r in remedies),
+            *(r.value for r in remedies),
+            *(a.when for a in avoid),
+            *(node for _, node in graded),
+        ],
     )
     bounds = _bounds(ld, data.get("vllm"))
     examples = tuple(_examples(ld, data.get("examples") or {}))
@@ -304,7 +318,31 @@ def _build(ld: _Loader, data: dict[str, Any]) -> Rule | None:
         evidence,
         examples,
         bool(data.get("fallback", False)),
+        graded,
     )
+
+
+def _confidence_when(ld: _Loader, raw: Any, ceiling: Any, defines: dict[str, Node]) -> tuple[tuple[str, Node], ...]:
+    """`confidence_when: {high: printed_figures}`: the rule says `high` only while the condition
+    holds, else the next level down; levels above the rule's `confidence` make no sense."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        ld.at("confidence_when", "confidence_when: expected a map of confidence level to condition")
+        return ()
+    marks = _mapping_marks(ld.marks["confidence_when"]) if "confidence_when" in ld.marks else {}
+    allowed = CONFIDENCES[CONFIDENCES.index(ceiling) :] if ceiling in CONFIDENCES else CONFIDENCES
+    out = []
+    for level, text in raw.items():
+        if level not in allowed[:-1]:
+            where = f"one of: {', '.join(allowed[:-1])}" if allowed[:-1] else "nothing: the rule is already low"
+            ld.at("confidence_when", f"confidence_when: level {level!r} must be {where}")
+            continue
+        node = ld.expr(f"confidence_when.{level}", text, marks.get(level))
+        if node is not None:
+            _check_names(ld, node, defines, f"confidence_when.{level}", marks.get(level))
+            out.append((str(level), node))
+    return tuple(sorted(out, key=lambda item: CONFIDENCES.index(item[0])))
 
 
 def _defines(ld: _Loader, raw: Any) -> dict[str, Node]:

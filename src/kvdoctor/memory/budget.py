@@ -84,6 +84,10 @@ def default_batch(
     """(max_num_batched_tokens, max_num_seqs) that `vllm serve` profiles with by default."""
     if is_v1(era):
         v = parse_version(version) or (0, 0)
+        if (0, 8) <= v < (0, 8, 4):
+            # V1 raised the default to 1024 sequences on every GPU until vLLM PR #16158 (0.8.4)
+            # put most hardware back on V0's 256
+            return (8192 if total_gib >= 70 and not a100 else 2048), 1024
         if total_gib >= 160 and v >= (0, 33):
             return 16384, 1024
         if total_gib >= 70 and not a100:

@@ -68,6 +68,8 @@ _QUANT_SUFFIXES: tuple[tuple[str, str], ...] = (
     ("bnb-4bit", "bitsandbytes"),
     ("4bit", "bitsandbytes"),
     ("int4", "gptq"),
+    ("w8a16", "int8"),
+    ("int8", "int8"),
     ("gguf", "gguf"),
     ("mxfp4", "mxfp4"),
 )
@@ -85,7 +87,8 @@ def model_key(text: str) -> str:
     cache = re.search(r"models--([^/]+)--([^/]+)", text)
     if cache:
         text = cache.group(2)
-    key = _slug(text.rsplit("/", 1)[-1])
+    # a download folder named "org__name" ("meta-llama__Llama3.1-70B-Instruct")
+    key = _slug(text.rsplit("/", 1)[-1].rsplit("__", 1)[-1])
     changed = True
     while changed:
         changed = False
@@ -103,6 +106,23 @@ def _bare(key: str) -> str:
     for marker in ("-instruct", "-chat", "-it", "-base"):
         key = key.replace(marker, "")
     return re.sub(r"-v?\d{4}$", "", key) if re.search(r"-\d{4}$", key) else key
+
+
+_PARAMS_TOKEN = re.compile(r"(?:(\d+)x)?(\d+(?:\.\d+)?)b")
+# a mixture of N experts of M B parameters holds fewer than N x M (attention is shared):
+# Mixtral-8x7B has 46.7B, 8x22B 141B
+_MOE_SHARE = 0.83
+
+
+def params_from_name(text: str) -> float | None:
+    """Billions of parameters a model name announces ("Qwen1.5-14B-Chat" -> 14, "Mixtral-8x7B" ->
+    46.5), for a model the catalog does not hold; None when the name gives no size."""
+    for token in model_key(text).split("-"):
+        m = _PARAMS_TOKEN.fullmatch(token)
+        if m:
+            size = float(m.group(2))
+            return round(int(m.group(1)) * size * _MOE_SHARE, 1) if m.group(1) else size
+    return None
 
 
 def quantization_from_name(text: str) -> str | None:

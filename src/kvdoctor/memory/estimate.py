@@ -19,7 +19,7 @@ from kvdoctor.memory.budget import (
     estimate_non_torch,
     kv_capacity,
 )
-from kvdoctor.memory.catalog import ModelEntry, find_model, quantization_from_name
+from kvdoctor.memory.catalog import ModelEntry, find_model, params_from_name, quantization_from_name
 from kvdoctor.memory.layout import KvLayout, kv_layout
 from kvdoctor.memory.weights import estimate_weights, linear_bytes_per_param
 
@@ -64,6 +64,8 @@ class _Ctx:
             self.util = requested / self.total if requested else default_utilization(self.era)
         model = _str(facts, "model")
         self.entry: ModelEntry | None = find_model(model) if model else None
+        # a model the catalog lacks still announces its size in most names ("…-14B-Chat")
+        self.params_b = self.entry.params_b if self.entry else (params_from_name(model) if model else None)
         self.quant = _str(facts, "quantization") or (quantization_from_name(model) if model else None)
         if self.entry is not None and self.quant is None:
             self.quant = self.entry.quantization
@@ -94,7 +96,7 @@ class _Ctx:
         logged = _num(self.facts, "weights_gib")
         if self.entry is None:
             if logged is None:
-                return None
+                return self._weights_from_name(tp=tp, quant=quant)
             scale = 1.0 if quant is None else linear_bytes_per_param(quant, 2) / 2
             return logged * self.tp / tp * scale
         est = estimate_weights(
@@ -109,6 +111,14 @@ class _Ctx:
         if logged is not None and quant is None:
             return logged * self.tp / tp  # the log wins; scale it to another TP
         return est.gib
+
+    def _weights_from_name(self, *, tp: int, quant: str | None) -> float | None:
+        """params x bytes per param / (TP x PP): a rough figure from the name alone (marked so)."""
+        if not self.params_b:
+            return None
+        dtype_bytes = 4 if (self.dtype or "") in ("float32", "float") else 2
+        per_param = linear_bytes_per_param(quant or self.quant, dtype_bytes)
+        return self.params_b * 1e9 * per_param / GIB / (tp * self.pp)
 
     def overheads(self, tp: int) -> float:
         """Activation + non-torch + budgeted graphs, logged where the log has them."""
@@ -174,6 +184,10 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
     weights = ctx.weights()
     if ctx.entry is not None:
         out["weights_gib_estimate"] = round(_estimate_only(ctx), 2)
+        out["weights_estimate_basis"] = "catalog"
+    elif ctx.params_b and _num(facts, "weights_gib") is None and weights is not None:
+        out["weights_gib_estimate"] = round(weights, 2)
+        out["weights_estimate_basis"] = f"{ctx.params_b:g}B parameters in the model's name"
     kv_gib = logged_gib
     if ctx.total and ctx.util:
         budget = ctx.total * ctx.util

@@ -285,6 +285,17 @@ _PHASE_FRAMES = (
             "_warmup_and_capture",
         ),
     ),
+    # the KV check raises "No available memory for the cache blocks" or the max-len error; with
+    # the exception text cut, its frames still say the KV cache was being sized, not allocated
+    (
+        "kv_cache_check",
+        (
+            "raise_if_cache_size_invalid",
+            "check_enough_kv_cache_memory",
+            "_initialize_kv_caches",
+            "get_kv_cache_config",
+        ),
+    ),
     (
         "kv_cache_allocation",
         (
@@ -296,6 +307,7 @@ _PHASE_FRAMES = (
             "_reshape_kv_cache",
             "CacheEngine",
             "_allocate_kv_cache_tensors",
+            "initialize_from_config",
         ),
     ),
     (
@@ -324,14 +336,19 @@ _PHASE_FRAMES = (
 
 
 def _phase_of_frames(frames: list[Event]) -> str | None:
+    found = _frame_of_phase(frames)
+    return found[0] if found else None
+
+
+def _frame_of_phase(frames: list[Event]) -> tuple[str, Event] | None:
     # The deepest frame that names a phase wins (frames are listed outermost first).
     for frame in reversed(frames):
         where = f"{frame.fields.get('file', '')} {frame.fields.get('function', '')}"
         if "model_executor/models/" in where and where.endswith(" __init__"):
-            return "weight_loading"  # a model's layers are created (and their weights allocated) in __init__
+            return "weight_loading", frame  # a model's layers are created (and their weights allocated) in __init__
         for phase, names in _PHASE_FRAMES:
             if any(n in where for n in names):
-                return phase
+                return phase, frame
     return None
 
 
@@ -367,11 +384,30 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
         sink.put("oom_phase", last_phase, oom_event, rank=2)
     if "oom_phase" not in sink.facts and frames:
         # a traceback cut before its exception line (corpus 045): keep where it stopped
-        phase = _phase_of_frames(frames)
-        if phase:
-            sink.put("traceback_phase", phase, frames[-1], rank=1)
-    if last_phase:
-        sink.put("last_phase", last_phase, None, rank=1)
+        found = _frame_of_phase(frames)
+        if found:
+            phase, frame = found
+            sink.put("traceback_phase", phase, frame, rank=1)
+            sink.put("traceback_function", frame.fields.get("function"), frame, rank=1)
+    reached = _furthest_phase(attempt)
+    if reached:
+        sink.put("last_phase", reached, None, rank=1)
+
+
+def _furthest_phase(attempt: Attempt) -> str | None:
+    """The step the start-up reached: the newest phase marker by the header's clock where lines
+    carry one (Ray and multi-process logs interleave: a worker's "Memory profiling takes …" can be
+    printed after another worker's "Capturing cudagraphs"), else the last one printed."""
+    best: tuple[str, int] | None = None
+    phase: str | None = None
+    clock = ""
+    for event in attempt.events:
+        clock = event.origin.stamp or clock
+        if event.kind == "phase":
+            key = (clock, event.line)
+            if best is None or key >= best:
+                best, phase = key, event.fields["phase"]
+    return phase
 
 
 def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str | None) -> None:
@@ -479,6 +515,10 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
     started = bool(serving) and not any(e.line > serving[-1].line for e in fatal)
     sink.put("started", started, None, rank=1, source="derived", derived=True)
     sink.put("failed", bool(fatal), None, rank=1, source="derived", derived=True)
+    reached = sink.facts.get("last_phase")
+    if not started and not fatal and reached is not None:
+        # the log stops inside a step with nothing failed: where it stopped, never a failure of it
+        sink.put("incomplete_at", reached.value, None, rank=1, source="derived", derived=True)
     frames = [e for e in attempt.events if e.kind == "frame"]
     if frames:
         # the deepest frame in vLLM itself says more than torch's or contextlib's wrappers
@@ -539,6 +579,17 @@ def attempt_facts(attempt: Attempt) -> Facts:
             if values is None:
                 values = parse_dump(event.fields.get("dump", ""))
             _dump_facts(sink, event, values, rank)
+        elif event.kind == "gpu_name":
+            sink.put(
+                "gpu_name", event.fields["gpu_name"], event, rank=1 if event.text.lstrip().startswith("GPU ") else 0
+            )
+            if "gpu_count" in event.fields:
+                sink.put("gpu_count", event.fields["gpu_count"], event, rank=0)
+        elif event.kind == "nvidia_smi" and event.fields.get("devices"):
+            device = event.fields["devices"][0]
+            sink.put("gpu_name", device["name"], event, rank=2)
+            if device.get("total_gib"):
+                sink.put("total_gpu_gib", round(device["total_gib"], 2), event, rank=0)
         elif event.kind == "logo_model" or (event.kind == "version" and "model" in event.fields):
             sink.put("model", event.fields["model"], event, rank=2)
         else:

@@ -54,6 +54,9 @@ def derive(facts: Facts) -> Facts:
         _put(out, "gpu_memory_utilization", default_utilization(out), source="default")
         _put(out, "utilization_default", True, source="default")
         _put(out, "gpu_memory_utilization_note", "vLLM's default: the log does not show the fraction", source="default")
+    _gpu_total(out)
+    _era_flags(out)
+    _default_seqs(out)
     total, util = _v(out, "total_gpu_gib"), _v(out, "gpu_memory_utilization")
     if total is not None and util is not None:
         _put(out, "budget_gib", total * util)
@@ -63,6 +66,67 @@ def derive(facts: Facts) -> Facts:
     _tokens(out)
     _arithmetic(out)
     return out
+
+
+# releases whose fraction charges other processes' memory to this instance (kv-math.md): a second
+# tenant then leaves this one no KV cache even when the card has room
+_CHARGED = (((0, 2, 5), (0, 3, 1), None), ((0, 6, 4), (0, 6, 5), None), ((0, 7, 0), (0, 9, 1), "v1"))
+# V1 profiled 1024 sequences on every GPU from 0.8.0 until vLLM PR #16158 (0.8.4)
+_SEQS_1024 = ((0, 8, 0), (0, 8, 4))
+
+
+def _version_range(out: Facts) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(lowest, highest-exclusive) release the log can be: exact, or what its wording implies."""
+    exact = parse_version(str(_v(out, "vllm_version"))) if _v(out, "vllm_version") is not None else None
+    if exact is not None:
+        return exact, exact + (1,)
+    low = parse_version(str(_v(out, "vllm_version_min") or "0.1.0")) or (0, 1, 0)
+    high_fact = _v(out, "vllm_version_max")
+    high = parse_version(str(high_fact)) if high_fact is not None else None
+    return low, (high + (1,)) if high is not None else (99,)
+
+
+def _overlaps(span: tuple[tuple[int, ...], tuple[int, ...]], lo: tuple[int, ...], hi: tuple[int, ...]) -> bool:
+    return span[0] < hi and lo < span[1]
+
+
+def _era_flags(out: Facts) -> None:
+    """Whether the release the log can be charges other processes to the budget, and whether V1
+    may have profiled 1024 sequences by default: facts the rules can cite instead of guessing."""
+    span = _version_range(out)
+    engine = _v(out, "engine")
+    charged = any(_overlaps(span, lo, hi) and (need is None or engine in (None, need)) for lo, hi, need in _CHARGED)
+    _put(out, "others_charged_possible", charged)
+    if engine == "v1" and "max_num_seqs" not in out and _overlaps(span, *_SEQS_1024):
+        _put(out, "default_seqs_1024_possible", True)
+
+
+def _gpu_total(out: Facts) -> None:
+    """A named card's total memory from the catalog when the log prints no total (an estimate)."""
+    name = _v(out, "gpu_name")
+    if name is None or "total_gpu_gib" in out:
+        return
+    from kvdoctor.memory.catalog import find_gpu
+
+    entry = find_gpu(str(name))
+    if entry is not None:
+        _put(out, "total_gpu_gib", entry.total_gib, source="estimate")
+        _put(out, "total_gpu_gib_basis", f"the catalog's {entry.name}", source="estimate")
+
+
+def _default_seqs(out: Facts) -> None:
+    """The max_num_seqs vLLM profiled with when the log does not say: V1 0.8.0-0.8.3 used 1024 on
+    every GPU (reference: vllm PR #16158), later releases 1024 only on 70 GiB+ non-A100 cards."""
+    engine, version = _v(out, "engine"), _v(out, "vllm_version")
+    if "max_num_seqs" in out or engine not in ("v0", "v1") or version is None:
+        return
+    from kvdoctor.memory.budget import default_batch, era_for
+
+    total = _v(out, "total_gpu_gib") or 0.0
+    _, seqs = default_batch(
+        era_for(str(version), str(engine)), total_gib=total, max_model_len=2048, version=str(version)
+    )
+    _put(out, "max_num_seqs", seqs, source="default")
 
 
 def _budget_terms(out: Facts) -> None:
@@ -112,7 +176,7 @@ def _tokens(out: Facts) -> None:
     block_size = _v(out, "block_size") or 16
     engine = _v(out, "engine")
     if blocks is not None and engine != "v1":
-        _put(out, "kv_cache_tokens", blocks * block_size)
+        _put(out, "kv_cache_tokens", max(blocks, 0) * block_size)  # 0.1 printed "# GPU blocks: -1"
     max_len = _v(out, "max_model_len")
     fits = _v(out, "estimated_max_model_len") or _v(out, "max_tokens_in_kv_cache")
     needed, available = _v(out, "needed_kv_gib"), _v(out, "kv_cache_gib")

@@ -204,6 +204,73 @@ def _ascend_memory(m: re.Match[str]) -> Fields:
     }
 
 
+_KEYWORD_SETTINGS = (
+    "gpu_memory_utilization",
+    "max_model_len",
+    "tensor_parallel_size",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "enforce_eager",
+)
+_KEYWORD = re.compile(
+    r"['\"]?\b(" + "|".join(_KEYWORD_SETTINGS) + r")['\"]?\s*(?::|=)\s*['\"]?(\d+(?:\.\d+)?|True|False|true|false)\b"
+)
+
+
+def _keyword_settings(m: re.Match[str]) -> Fields:
+    flags: dict[str, Any] = {}
+    for name, raw in _KEYWORD.findall(m.string):
+        if raw in ("True", "False", "true", "false"):
+            if name == "enforce_eager":
+                flags[name] = raw in ("True", "true")
+            continue
+        flags.setdefault(name, float(raw) if "." in raw else int(raw))
+    return {"flags": flags}
+
+
+# a card named where the log (or the ticket around it) says what it ran on: collect_env /
+# `nvidia-smi -L` ("GPU 0: NVIDIA A100-SXM4-80GB (UUID: …)") or prose ("on 2x A100 80GB",
+# "RTX 4090 24GB"); the catalog turns the name into a total when the log prints none
+_GPU_MODEL = (
+    r"(?:(?:NVIDIA|Tesla|Quadro)\s+)?(?:GeForce\s+)?"
+    r"((?:RTX\s*)?(?:GH200|H200|H100|H20|A100|A800|A10G|A6000|A40|A10|L40S|L40|L20|L4|V100|T4|B200|MI300X)"
+    r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3))*(?:[- ]?\d{2,3}\s?G(?:B|iB)?)?"
+    r"|RTX\s*[345]0[6-9]0(?:\s?Ti)?)\b"
+)
+_GPU_NAME = re.compile(
+    r"\bGPU \d+: "
+    + _GPU_MODEL
+    + r"|(?:\b(\d+)\s*[x×*]\s*|\b(?:on|with|using|an?|one|single|my|two|four|eight)\s+)"
+    + _GPU_MODEL,
+    re.I,
+)
+
+
+def _gpu_name(m: re.Match[str]) -> Fields | None:
+    name = m.group(1) or m.group(3)
+    if not name:
+        return None
+    fields: Fields = {"gpu_name": " ".join(name.split())}
+    if m.group(2):
+        fields["gpu_count"] = int(m.group(2))
+    return fields
+
+
+# the steps a traceback's code lines name (`self.model_executor.determine_num_available_blocks()`
+# under a `_initialize_kv_caches` frame): the deepest one says which step failed
+_CODE_LINE_STEPS = (
+    "capture_model",
+    "_dummy_sampler_run",
+    "profile_run",
+    "load_model",
+    "determine_num_available_blocks",
+    "determine_available_memory",
+    "initialize_cache",
+    "initialize_from_config",
+    "get_kv_cache_config",
+    "check_enough_kv_cache_memory",
+    "raise_if_cache_size_invalid",
+)
 _METHOD_PHASES = {
     "load_model": "weight_loading",
     "determine_num_available_blocks": "profile_run",
@@ -485,7 +552,10 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "gpu_blocks",
         ("blocks:",),
         _F(
-            r"# (GPU|CUDA|cuda|TPU|HPU|XPU|NPU|npu|xpu|hpu|rocm|ROCm|\w+) blocks: (\d+(?:,\d{3})*)(?:, # CPU blocks: (\d+(?:,\d{3})*))?"  # noqa: E501
+            # the "#" is lost in some pastes ("GPU blocks: 1952, # CPU blocks: 2048"); vLLM 0.1
+            # printed a negative count ("# GPU blocks: -1") where 0.2+ raises the no-blocks error
+            r"(?:#\s*|\b)(?!CPU\b)(GPU|CUDA|cuda|TPU|HPU|XPU|NPU|npu|xpu|hpu|rocm|ROCm|\w+) blocks: (-?\d+(?:,\d{3})*)"
+            r"(?:, #? ?CPU blocks: (\d+(?:,\d{3})*))?"
         ),
         _blocks,
     ),
@@ -786,14 +856,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"on startup is less than desired GPU memory utilization(?: \((\d+(?:\.\d+)?)\))?"),
         lambda m: {"gpu_memory_utilization": float(m.group(1))} if m.group(1) else {},
     ),
-    # engine arguments pasted as JSON or Python keywords: "gpu_memory_utilization": 0.47 / gpu_memory_utilization=0.9
+    # engine arguments pasted as JSON, a wrapper's dict or Python keywords, every one on the line:
+    # lm-eval "Initializing vllm model, with arguments: {..., 'gpu_memory_utilization': 0.8}",
+    # "llm = LLM(model=..., gpu_memory_utilization=0.1, max_model_len=4096)"
     Extractor(
         "config_value",
-        ("gpu_memory_utilization", "max_model_len"),
-        _F(
-            r"[\"']?(gpu_memory_utilization|max_model_len|tensor_parallel_size|max_num_seqs)[\"']?\s*[:=]\s*[\"']?(\d+(?:\.\d+)?)\b"
-        ),
-        lambda m: {"flags": {m.group(1): float(m.group(2)) if "." in m.group(2) else int(m.group(2))}},
+        tuple(_KEYWORD_SETTINGS),
+        _F(_KEYWORD.pattern),
+        _keyword_settings,
     ),
     # an exception quoted after other words (a ticket title: "vllm 跨主机启动失败 RuntimeError: NCCL error: …")
     Extractor(
@@ -814,12 +884,36 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "flags": {m.group(1).replace("-", "_"): float(m.group(2)) if "." in m.group(2) else int(m.group(2))}
         },
     ),
+    Extractor(
+        "gpu_name",
+        (
+            "GPU ",
+            "A100",
+            "H100",
+            "H200",
+            "H20",
+            "A800",
+            "A10",
+            "A6000",
+            "A40",
+            "L40",
+            "L20",
+            "L4",
+            "V100",
+            "T4",
+            "B200",
+            "RTX",
+            "MI300",
+        ),
+        _F("(?i)" + _GPU_NAME.pattern),
+        _gpu_name,
+    ),
     # a code line inside a traceback names the step even when the frame is a wrapper
     # ("    cuda_graph_memory_bytes = self.model_runner.capture_model()")
     Extractor(
         "frame",
-        ("capture_model(", "_dummy_sampler_run(", "profile_run(", "load_model("),
-        _F(r"^\s+.*?\b(capture_model|_dummy_sampler_run|profile_run|load_model)\("),
+        tuple(f"{name}(" for name in _CODE_LINE_STEPS),
+        _F(r"^\s+.*?\b(" + "|".join(_CODE_LINE_STEPS) + r")\("),
         lambda m: {"file": "<code>", "function": m.group(1)},
     ),
     # uvicorn's own level format: "ERROR:    [Errno 98] error while attempting to bind on address …"
