@@ -369,16 +369,15 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
             oom_event = event
             frames = []
     oom = sink.facts.get("oom_phase")
-    started_up = any(e.kind in START_KINDS for e in attempt.events)
     if (
         oom is not None
         and oom.value == "unknown"
-        and not last_phase
-        and started_up
-        and not attempt.has("weights_loaded")
-        and not attempt.has("gpu_blocks")
+        and last_phase in (None, "weight_loading")
+        and not any(attempt.has(k) for k in ("weights_loaded", "gpu_blocks", "available_kv_memory", "kv_cache_size"))
     ):
-        sink.put("oom_phase", "weight_loading", oom_event, rank=2)  # the first big allocation of a start-up
+        # nothing after the weights was reached: the first big allocation of a start-up is the
+        # likelier step, but no line says so (a guess the rules mark as such, issue 10)
+        sink.put("oom_phase_inferred", "weight_loading", oom_event, rank=1, source="derived", derived=True)
     if oom is not None and oom.value == "unknown" and last_phase:
         # the failing step is named just after the OOM (V0 "Exception in worker … method load_model")
         sink.put("oom_phase", last_phase, oom_event, rank=2)

@@ -61,6 +61,7 @@ def derive(facts: Facts) -> Facts:
     if total is not None and util is not None:
         _put(out, "budget_gib", total * util)
     _budget_terms(out)
+    _raise_needs(out)
     _other_processes(out)
     _safe_utilization(out)
     _tokens(out)
@@ -141,6 +142,15 @@ def _budget_terms(out: Facts) -> None:
     _put(out, "kv_reconstructed_gib", budget - used)
     if budget - used <= 0:
         _put(out, "budget_shortfall_gib", used - budget)
+
+
+def _raise_needs(out: Facts) -> None:
+    """V1 printed a negative KV budget but no total: raising the fraction to the 0.95 ceiling fits
+    on any card of at least this many GiB (the shortfall over the fraction's headroom)."""
+    kv, util = _v(out, "kv_cache_gib"), _v(out, "gpu_memory_utilization")
+    if kv is None or util is None or kv >= 0 or "total_gpu_gib" in out or util >= CEILING:
+        return
+    _put(out, "min_total_gib_to_fit_by_raising", round((-kv + 0.5) / (CEILING - util), 1))
 
 
 def _other_processes(out: Facts) -> None:

@@ -106,6 +106,7 @@ KNOWN_FACTS = frozenset(
         "kv_cache_memory_bytes_full",
         # out-of-memory
         "oom_phase",
+        "oom_phase_inferred",
         "oom_tried_gib",
         "oom_total_gib",
         "oom_free_gib",
@@ -144,6 +145,7 @@ KNOWN_FACTS = frozenset(
         "gpu_name",
         "gpu_count",
         "others_charged_possible",
+        "min_total_gib_to_fit_by_raising",
         "default_seqs_1024_possible",
         "total_gpu_gib_basis",
         "tp_size_that_fits",
