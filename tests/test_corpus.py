@@ -50,6 +50,9 @@ def test_figures_recovered_at_least_95_percent() -> None:
 NO_EVIDENCE_IN_FILE = {
     # the thread reports an OOM in the capture; the file ends inside the capture with no error
     "048-v0-055-gemma2-9b-8xl4-tp8-cudagraph-oom.log": ("healthy", "low"),
+    # the thread names a 253B model on 40 GB cards; the file names neither: the differential,
+    # which looks at the card first
+    "102-v0-08x-k8s-2node-a100-40g-nemotron-253b-no-cache-blocks.log": ("no_cache_blocks", "low"),
 }
 
 
@@ -58,7 +61,9 @@ def test_verdict_and_first_remedy(label: dict[str, Any]) -> None:
     report = diagnose(CORPUS / label["file"])
     if label["file"] in NO_EVIDENCE_IN_FILE:
         assert (report.verdict, report.diagnoses[0].confidence) == NO_EVIDENCE_IN_FILE[label["file"]]
-        assert "before the server said it serves" in report.diagnoses[0].explanation
+        assert "before the server said it serves" in report.diagnoses[0].explanation or (
+            "nvidia-smi --query-compute-apps" in report.diagnoses[0].explanation
+        )
         return
     assert report.verdict == label["class"]
     first = report.diagnoses[0].remedies[0].action if report.diagnoses[0].remedies else None

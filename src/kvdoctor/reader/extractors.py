@@ -593,6 +593,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"Graph capturing finished in (\d+(?:\.\d+)?) secs?(?:, took (-?\d+(?:\.\d+)?) GiB)?"),
         _graph_done,
     ),
+    # V0 0.6+ captures every shape under one progress bar; its last frame at 100% is the capture
+    # done (V1 draws one bar per mode, so one bar at 100% says less there)
+    Extractor(
+        "graph_capture_done",
+        ("Capturing CUDA graph shapes: 100%",),
+        _F(r"Capturing CUDA graph shapes: 100%"),
+        _nothing,
+    ),
     Extractor(
         "graph_estimate",
         ("Estimated CUDA graph memory",),
@@ -809,10 +817,17 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "Starting vLLM API server",
             "init engine (profile",
             "Available routes are",
+            "Processed prompts:",
+            "seconds to wake up",
+            "seconds to fall asleep",
+            "Avg prompt throughput",
         ),
+        # the engine at work: LLM.generate's progress bar, sleep mode in RL rollouts (OpenRLHF,
+        # verl) and the serving metrics line all come only after a start-up that succeeded
         _F(
             r"Uvicorn running on|Application startup complete|Starting vLLM API server|"
-            r"init engine \(profile, create kv cache, warmup model\) took|Available routes are"
+            r"init engine \(profile, create kv cache, warmup model\) took|Available routes are|"
+            r"Processed prompts:\s+\d+%|It took [\d.]+ seconds to (?:wake up|fall asleep)|Avg prompt throughput:"
         ),
         _nothing,
     ),
