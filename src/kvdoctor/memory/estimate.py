@@ -6,6 +6,7 @@ environment). Logged figures always win; estimates fill the gaps.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from kvdoctor.memory.budget import (
@@ -188,6 +189,12 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
     elif ctx.params_b and _num(facts, "weights_gib") is None and weights is not None:
         out["weights_gib_estimate"] = round(weights, 2)
         out["weights_estimate_basis"] = f"{ctx.params_b:g}B parameters in the model's name"
+    if ctx.total and weights is not None:
+        # the smallest fraction that holds the weights, the profile and one request's KV: a
+        # fraction suggested below it fails again, with no cache blocks (issue 10)
+        # (+0.5 GiB: fragmentation and what the estimate leaves out)
+        need = weights + ctx.overheads(ctx.tp) + _one_request_gib(ctx, layout, per_token) + 0.5
+        out["min_utilization_for_model"] = round(min(1.0, math.ceil(need / ctx.total * 100) / 100), 2)
     kv_gib = logged_gib
     if ctx.total and ctx.util:
         budget = ctx.total * ctx.util
@@ -208,6 +215,13 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         if fp8 is not None:
             out["kv_cache_tokens_fp8"] = fp8
     return out
+
+
+def _one_request_gib(ctx: _Ctx, layout: KvLayout | None, per_token: int | None) -> float:
+    tokens = ctx.max_model_len or 2048
+    if layout is not None and layout.bytes_per_token:
+        return layout.bytes_per_token * tokens / GIB
+    return (per_token or 0) * tokens / GIB
 
 
 def _estimate_only(ctx: _Ctx) -> float:

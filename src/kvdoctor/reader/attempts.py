@@ -7,6 +7,8 @@ version line, launch command) arrives after the current attempt has made progres
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -564,9 +566,16 @@ _WRAPPER_MESSAGES = (
 )
 
 
+# a wrapper that quotes its cause: "Worker failed with error 'CUDA out of memory …', please check
+# the stack trace above for the root cause"
+_QUOTED_CAUSE = re.compile(r"failed with error '([^']{12,})'")
+
+
 def _is_wrapper(event: Event) -> bool:
     message = event.fields.get("message", "")
-    return any(w in message for w in _WRAPPER_MESSAGES) and "Mamba" not in message
+    if _QUOTED_CAUSE.search(message):
+        return False  # it carries the root cause (a Mamba block count, an OOM, a NCCL error …)
+    return any(w in message for w in _WRAPPER_MESSAGES)
 
 
 def attempt_facts(attempt: Attempt) -> Facts:

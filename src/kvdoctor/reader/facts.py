@@ -145,6 +145,7 @@ KNOWN_FACTS = frozenset(
         "gpu_name",
         "gpu_count",
         "others_charged_possible",
+        "min_utilization_for_model",
         "min_total_gib_to_fit_by_raising",
         "default_seqs_1024_possible",
         "total_gpu_gib_basis",
