@@ -8,7 +8,6 @@ version line, launch command) arrives after the current attempt has made progres
 from __future__ import annotations
 
 import re
-
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
