@@ -499,6 +499,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "api_server.py",
             "--gpu-memory-utilization",
             "--max-model-len",
+            # a wrapper's own launcher with vLLM's flags ("python3 server_vllm.py --model … --tensor-parallel-size 1")
+            "--tensor-parallel-size",
+            "--max-num-seqs",
         ),
         _F(r"^"),
         _command,
