@@ -824,13 +824,16 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "seconds to wake up",
             "seconds to fall asleep",
             "Avg prompt throughput",
+            "response_length/mean:",
         ),
         # the engine at work: LLM.generate's progress bar, sleep mode in RL rollouts (OpenRLHF,
-        # verl) and the serving metrics line all come only after a start-up that succeeded
+        # verl), a verl training step's rollout metrics and the serving metrics line all come only
+        # after a start-up that succeeded
         _F(
             r"Uvicorn running on|Application startup complete|Starting vLLM API server|"
             r"init engine \(profile, create kv cache, warmup model\) took|Available routes are|"
-            r"Processed prompts:\s+\d+%|It took [\d.]+ seconds to (?:wake up|fall asleep)|Avg prompt throughput:"
+            r"Processed prompts:\s+\d+%|It took [\d.]+ seconds to (?:wake up|fall asleep)|Avg prompt throughput:|"
+            r"step:\d+ - .*response_length/mean:"
         ),
         _nothing,
     ),
@@ -866,6 +869,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # "Unhandled exception: St13runtime_error. what(): NCCL Error 5: invalid usage"
     Extractor(
         "exception", ("what():",), _F(r"what\(\):\s*(.*)"), lambda m: {"type": "CppException", "message": m.group(1)}
+    ),
+    # a compiler/linker failure while torch.compile or Triton builds a kernel ("/usr/bin/ld: cannot
+    # find -lcuda"): the environment, printed as plain text before vLLM's own traceback
+    Extractor(
+        "exception",
+        ("cannot find -l",),
+        _F(r"\bld: (cannot find -l\S+.*)"),
+        lambda m: {"type": "LinkerError", "message": m.group(1)},
     ),
     # the free-memory check quoted without its figures (issue titles, wrappers)
     Extractor(
