@@ -870,6 +870,29 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor(
         "exception", ("what():",), _F(r"what\(\):\s*(.*)"), lambda m: {"type": "CppException", "message": m.group(1)}
     ),
+    # V1's own note of the resolved length ("Using max model len 131072", config.py)
+    Extractor(
+        "config_value",
+        ("Using max model len",),
+        _F(r"Using max model len (\d+)"),
+        lambda m: {"flags": {"max_model_len": int(m.group(1))}},
+    ),
+    # DEBUG companions of the start-up check (0.9.1+): what was free before this instance and what
+    # it asked for ("Initial free memory: 139.12 GiB, free memory: 81.52 GiB, requested GPU memory:
+    # 69.86 GiB"; 0.10.1+ "Initial free memory: 139.12 GiB; Requested memory: 0.50 (util), 69.86 GiB")
+    Extractor(
+        "startup_memory",
+        ("Initial free memory:",),
+        _F(
+            r"Initial free memory: (\d+(?:\.\d+)?) ?GiB(?:, free memory: [\d.]+ ?GiB, requested GPU memory: "
+            r"(\d+(?:\.\d+)?) ?GiB|; Requested memory: (\d+(?:\.\d+)?) \(util\), (\d+(?:\.\d+)?) ?GiB)"
+        ),
+        lambda m: {
+            "free_gpu_gib_at_startup": float(m.group(1)),
+            "requested_gib": float(m.group(2) or m.group(4)),
+            **({"gpu_memory_utilization": float(m.group(3))} if m.group(3) else {}),
+        },
+    ),
     # a compiler/linker failure while torch.compile or Triton builds a kernel ("/usr/bin/ld: cannot
     # find -lcuda"): the environment, printed as plain text before vLLM's own traceback
     Extractor(
