@@ -33,7 +33,8 @@ REMEDY = {
         "reduce_max_num_batched_tokens",
         "reduce_max_num_seqs",
     },
-    "raise_utilization": {"raise_gpu_memory_utilization"},
+    # give the KV cache more memory: the fraction, or the CPU backend's KV space
+    "raise_utilization": {"raise_gpu_memory_utilization", "raise_cpu_kv_cache_space"},
     "free_gpu_kill_other_process": {"free_gpu_memory"},
     "tensor_parallel_or_quantize": {"increase_tensor_parallel_size", "use_quantized_checkpoint"},
     "lower_utilization": {"lower_gpu_memory_utilization"},

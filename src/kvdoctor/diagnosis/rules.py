@@ -51,6 +51,7 @@ ACTIONS = (
     "use_quantized_checkpoint",
     "kv_cache_dtype_fp8",
     "set_kv_cache_memory_bytes",
+    "raise_cpu_kv_cache_space",
     "fix_environment",
     "fix_config",
     "upgrade_vllm",

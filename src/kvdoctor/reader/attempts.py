@@ -15,6 +15,7 @@ from typing import Any
 from kvdoctor.reader.dumps import parse_dump
 from kvdoctor.reader.events import Event
 from kvdoctor.reader.facts import FIGURES, Fact, Facts
+from kvdoctor.reader.lines import SERVED
 from kvdoctor.reader.versions import Version, clues_in, fmt, narrow, parse_version
 
 START_KINDS = frozenset({"engine_banner", "args", "version", "command_line"})
@@ -509,7 +510,14 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
     # a traceback's frames mean a failure even when its header and exception line were cut
     # (unless the server reached serving after them, see `started`)
     fatal = [e for e in attempt.events if (e.kind in FATAL_KINDS or e.kind == "frame") and not _benign(e)]
-    serving = [e for e in attempt.events if e.kind == "serving"]
+    # the engine at work counts only before any failure: serving lines after one belong to another
+    # instance sharing the log (a start-up inside a long serving log)
+    first_fatal = min((e.line for e in fatal), default=None)
+    serving = [
+        e
+        for e in attempt.events
+        if e.kind == "serving" and (e.text != SERVED or first_fatal is None or e.line < first_fatal)
+    ]
     # serving, unless something fatal came after it (uvicorn's "Application startup complete"
     # precedes the port bind, corpus val-other 006)
     started = bool(serving) and not any(e.line > serving[-1].line for e in fatal)
@@ -558,6 +566,7 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
 _WRAPPER_MESSAGES = (
     "Engine core initialization failed",
     "Worker failed with error",
+    "Error executing method",  # Ray / V0 workers: the cause is the worker's own exception
     "Engine process failed",
     "WorkerProc",
     "See root cause",

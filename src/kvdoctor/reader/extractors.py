@@ -349,6 +349,7 @@ _OOM_FIELD_SOURCES = (
     (_SIZE + r" total capacity;", "total_gpu_gib"),
     (_SIZE + r" already allocated", "allocated_gib"),
     (r"; " + _SIZE + r" free;", "free_gib"),
+    (r"; " + _SIZE + r" reserved in total by PyTorch", "this_process_gib"),
 )
 
 
@@ -600,8 +601,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # done (V1 draws one bar per mode, so one bar at 100% says less there)
     Extractor(
         "graph_capture_done",
-        ("Capturing CUDA graph shapes: 100%",),
-        _F(r"Capturing CUDA graph shapes: 100%"),
+        ("Capturing CUDA graph shapes: 100%", "Graph capturing fin"),
+        # (also the done line cut before its figures: it is printed only after the capture)
+        _F(r"Capturing CUDA graph shapes: 100%|Graph capturing fin"),
         _nothing,
     ),
     Extractor(
@@ -691,9 +693,10 @@ EXTRACTORS: tuple[Extractor, ...] = (
     ),
     Extractor(
         "max_len_error",
-        ("max seq len",),
+        ("is larger than the maximum number of tokens",),
+        # "max seq len", or as a reporter retyped it ("The model’s max sew len (32768) …")
         _F(
-            r"max seq len \((\d+(?:,\d{3})*)\) is larger than the maximum number of tokens that can be stored in KV "
+            r"max \w{3} len \((\d+(?:,\d{3})*)\) is larger than the maximum number of tokens that can be stored in KV "
             r"cache \((\d+(?:,\d{3})*)\)"
         ),
         _max_len_v0,
@@ -823,7 +826,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "Processed prompts:",
             "seconds to wake up",
             "seconds to fall asleep",
-            "Avg prompt throughput",
+            "<vLLM served requests",
             "response_length/mean:",
         ),
         # the engine at work: LLM.generate's progress bar, sleep mode in RL rollouts (OpenRLHF,
@@ -832,7 +835,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(
             r"Uvicorn running on|Application startup complete|Starting vLLM API server|"
             r"init engine \(profile, create kv cache, warmup model\) took|Available routes are|"
-            r"Processed prompts:\s+\d+%|It took [\d.]+ seconds to (?:wake up|fall asleep)|Avg prompt throughput:|"
+            r"Processed prompts:\s+\d+%|It took [\d.]+ seconds to (?:wake up|fall asleep)|<vLLM served requests|"
             r"step:\d+ - .*response_length/mean:"
         ),
         _nothing,
@@ -975,6 +978,34 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "available_kv_memory", ("total memory:",), _F(r"Available memory: (-?\d+), total memory: (\d+)"), _ascend_memory
     ),
     Extractor("args", ("vLLM config: {",), _F(r"vLLM config: (\{.*\})"), _config_dict),
+    # TPU (XLA / PJRT): "RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate
+    # 1.96G. That was not possible. There are 3.46G free." / "Attempting to reserve 6.14G at the
+    # bottom of memory" / "Ran out of memory in memory space hbm"
+    Extractor(
+        "cuda_oom",
+        ("RESOURCE_EXHAUSTED", "Ran out of memory in memory space"),
+        _F(
+            r"RESOURCE_EXHAUSTED:.*?(?:allocate|reserve) (\d+(?:\.\d+)?)G\b|Ran out of memory in memory space (\w+)"
+            r"|RESOURCE_EXHAUSTED: Error allocating device buffer"
+        ),
+        lambda m: {"device": "TPU", **({"tried_gib": float(m.group(1))} if m.group(1) else {})},
+    ),
+    # Gaudi (vllm-fork): "Loading model weights took in total 15.05 GiB of device memory (15.05 GiB/30.15 GiB used)"
+    Extractor(
+        "weights_loaded",
+        ("Loading model weights took in total",),
+        _F(
+            r"Loading model weights took in total (\d+(?:\.\d+)?) GiB of device memory \((?:\d+(?:\.\d+)?) GiB/(\d+(?:\.\d+)?) GiB used\)"
+        ),
+        lambda m: {"weights_gib": float(m.group(1)), "total_gpu_gib": float(m.group(2))},
+    ),
+    # Gaudi's graph runtime: "FATAL ERROR :: MODULE:PT_LAZY Error, …" (the software stack, not memory)
+    Extractor(
+        "exception",
+        ("FATAL ERROR :: MODULE:",),
+        _F(r"FATAL ERROR :: MODULE:(\S+) (.*)"),
+        lambda m: {"type": f"HabanaError({m.group(1)})", "message": m.group(2)},
+    ),
     # a torch OOM message cut off by the paste: "RuntimeError: CUDA out of"
     Extractor("cuda_oom", ("CUDA out of", "HIP out of"), _F(r"(CUDA|HIP) out of(?: m[a-z]*)?\s*$"), _cuda_oom),
     # 0.18–0.19 wording of the CUDA-graph profiling hint

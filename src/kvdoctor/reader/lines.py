@@ -413,6 +413,11 @@ SERVING_MARKERS = (
 _SERVING_BYTES = tuple(m.encode() for m in SERVING_MARKERS)
 
 
+# what a run of serving lines becomes: their text is never read, but that the engine served is
+# the start-up's outcome (a log pasted from a running server, an RL rollout)
+SERVED = "<vLLM served requests: stats or access-log lines>"
+
+
 def is_serving(text: str | bytes) -> bool:
     markers = _SERVING_BYTES if isinstance(text, bytes) else SERVING_MARKERS
     return any(marker in text for marker in markers)  # type: ignore[operator]
@@ -423,14 +428,17 @@ def normalise(raw_lines: Iterable[bytes | str | tuple[int, bytes]], start: int =
     :func:`iter_sparse_lines`, else counted from `start`)."""
     number = start - 1
     raw: bytes | str
+    serving = False
     for item in raw_lines:
         if isinstance(item, tuple):
             number, raw = item
         else:
             number, raw = number + 1, item
         if is_serving(raw):  # checked before decoding: most lines of a long log are these
-            yield Line(number, "", "", NO_ORIGIN)
+            yield Line(number, "" if serving else SERVED, "", NO_ORIGIN)  # the first of a run says so
+            serving = True
             continue
+        serving = False
         text = decode(raw) if isinstance(raw, bytes) else decode(raw.encode("utf-8", "replace"))
         if _maybe_embedded(text) and re.compile(_EMBEDDED_PROC).search(text, 1):
             for piece in _split_records(text):  # records run together in a flattened paste
