@@ -442,6 +442,12 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
             sink.put(name, round(f[key], 3), event, rank=3)
     if "processes" in f:
         sink.put("oom_other_pids", [p["pid"] for p in f["processes"]], event, rank=3)
+    if "process_gib" not in f and {"total_gpu_gib", "this_process_gib", "free_gib"} <= f.keys():
+        # torch <= 2.0 names no other process: what neither this process reserved nor is free is
+        # held by someone else ("44.56 GiB total capacity; … 565 MiB free; 27.93 GiB reserved")
+        others = f["total_gpu_gib"] - f["this_process_gib"] - f["free_gib"]
+        if others >= 1.0:
+            sink.put("oom_other_process_gib", round(others, 3), event, rank=2, source="derived", derived=True)
     if "total_gpu_gib" in f:
         sink.put("total_gpu_gib", f["total_gpu_gib"], event, rank=1)
 

@@ -256,6 +256,11 @@ def _gpu_name(m: re.Match[str]) -> Fields | None:
     return fields
 
 
+_GAUDI_WEIGHTS = (
+    r"Loading model weights took in total (\d+(?:\.\d+)?) GiB of device memory "
+    r"\((?:\d+(?:\.\d+)?) GiB/(\d+(?:\.\d+)?) GiB used\)"
+)
+
 # the steps a traceback's code lines name (`self.model_executor.determine_num_available_blocks()`
 # under a `_initialize_kv_caches` frame): the deepest one says which step failed
 _CODE_LINE_STEPS = (
@@ -994,9 +999,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor(
         "weights_loaded",
         ("Loading model weights took in total",),
-        _F(
-            r"Loading model weights took in total (\d+(?:\.\d+)?) GiB of device memory \((?:\d+(?:\.\d+)?) GiB/(\d+(?:\.\d+)?) GiB used\)"
-        ),
+        _F(_GAUDI_WEIGHTS),
         lambda m: {"weights_gib": float(m.group(1)), "total_gpu_gib": float(m.group(2))},
     ),
     # Gaudi's graph runtime: "FATAL ERROR :: MODULE:PT_LAZY Error, …" (the software stack, not memory)
