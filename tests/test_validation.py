@@ -43,6 +43,15 @@ KNOWN_MISSES = {
     "524-": "a weight-loading OOM that is a vLLM 0.13 regression: the log shows only the OOM",
     "614-": "the thread's fix was fewer sequences for the image profile; the error asks for a shorter length",
     "615-": "the wrapper computes a tiny fraction from the card; the log shows only the max-len error",
+    "702-": "TRL's colocated vLLM fails inside the trainer's traceback, cut before any OOM text",
+    "703-": "the CPU backend's KV space: the one line pasted names neither the platform nor the env var",
+    "704-": "a TPU compile reserving memory above the fraction; the log shows no step",
+    "707-": "27.5 GiB of weights on a 32 GiB vNPU whose total the log does not print; the issue offers both fixes",
+    "709-": "a Ray retry left the previous attempt's fragmented HBM; only the thread's analysis says so",
+    "718-": "an Ascend graph-capture bug that says 'Failed to apply for memory'; fixed by an upgrade",
+    "720-": "kvcached's patch was not installed: the log shows only a co-tenant",
+    "721-": "1.7 GiB held on a desktop card: lowering the fraction and closing the browser both work",
+    "813-": "QAnything computes the fraction from the card; the log shows neither",
 }
 
 
