@@ -191,3 +191,18 @@ def test_an_rl_rollout_that_fell_asleep_is_a_healthy_start() -> None:
         ]
     )
     assert diagnose(log).verdict == "healthy"
+
+
+def test_the_probe_decides_the_differential_both_ways() -> None:
+    from pathlib import Path
+
+    from kvdoctor.probe import load_snapshot_file
+
+    smi = Path(__file__).parent / "fixtures" / "nvidia-smi"
+    log = "\n".join([V0_BANNER.replace("google/gemma-2-9b-it", "/models/m"), NO_KV])
+    busy = diagnose(log, probe=load_snapshot_file(str(smi / "r535-2x4090-table.txt"))).diagnoses[0]
+    assert (busy.cause, busy.remedies[0].action) == ("other_process", "free_gpu_memory")
+    empty = diagnose(log, probe=load_snapshot_file(str(smi / "r550-idle-no-processes-table.txt"))).diagnoses[0]
+    assert empty.rule == "no-cache-blocks-unmeasured"
+    assert "free_gpu_memory" not in [r.action for r in empty.remedies]
+    assert empty.remedies[0].action == "increase_tensor_parallel_size"
