@@ -212,14 +212,15 @@ _KEYWORD_SETTINGS = (
     "max_num_batched_tokens",
     "enforce_eager",
 )
-_KEYWORD = re.compile(
+# a pattern's source, compiled on first use (re's cache), like the extractors' own
+_KEYWORD = (
     r"['\"]?\b(" + "|".join(_KEYWORD_SETTINGS) + r")['\"]?\s*(?::|=)\s*['\"]?(\d+(?:\.\d+)?|True|False|true|false)\b"
 )
 
 
 def _keyword_settings(m: re.Match[str]) -> Fields:
     flags: dict[str, Any] = {}
-    for name, raw in _KEYWORD.findall(m.string):
+    for name, raw in re.findall(_KEYWORD, m.string):
         if raw in ("True", "False", "true", "false"):
             if name == "enforce_eager":
                 flags[name] = raw in ("True", "true")
@@ -237,12 +238,11 @@ _GPU_MODEL = (
     r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3))*(?:[- ]?\d{2,3}\s?G(?:B|iB)?)?"
     r"|RTX\s*[345]0[6-9]0(?:\s?Ti)?)\b"
 )
-_GPU_NAME = re.compile(
-    r"\bGPU \d+: "
+_GPU_NAME = (
+    r"(?i)\bGPU \d+: "
     + _GPU_MODEL
     + r"|(?:\b(\d+)\s*[x×*]\s*|\b(?:on|with|using|an?|one|single|my|two|four|eight)\s+)"
-    + _GPU_MODEL,
-    re.I,
+    + _GPU_MODEL
 )
 
 
@@ -922,7 +922,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor(
         "config_value",
         tuple(_KEYWORD_SETTINGS),
-        _F(_KEYWORD.pattern),
+        _F(_KEYWORD),
         _keyword_settings,
     ),
     # an exception quoted after other words (a ticket title: "vllm 跨主机启动失败 RuntimeError: NCCL error: …")
@@ -965,7 +965,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "RTX",
             "MI300",
         ),
-        _F("(?i)" + _GPU_NAME.pattern),
+        _F(_GPU_NAME),
         _gpu_name,
     ),
     # a code line inside a traceback names the step even when the frame is a wrapper
