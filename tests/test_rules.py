@@ -134,3 +134,14 @@ def test_rules_list_and_test_commands(capsys: pytest.CaptureFixture[str]) -> Non
     assert "no-cache-blocks-other-process" in capsys.readouterr().out
     assert main(["rules", "test"]) == 0
     assert "FAIL" not in capsys.readouterr().out
+
+
+def test_a_fires_example_must_make_the_rule_the_verdict(tmp_path: Path) -> None:
+    source = (builtin_rules_dir() / "healthy.yaml").read_text(encoding="utf-8")
+    source = source.replace("id: healthy", "id: outranked").replace("priority: 10", "priority: 2")
+    source = source.replace("../tests/", str(builtin_rules_dir().parent / "tests") + "/")
+    (tmp_path / "outranked.yaml").write_text(source, encoding="utf-8")
+    rules = load_rules([builtin_rules_dir(), tmp_path])
+    results = run_examples(next(r for r in rules if r.id == "outranked"), rules)
+    fires = [r for r in results if r.example.expect == "fires"]
+    assert fires and all(not r.ok and r.detail == "fired, but healthy is the verdict" for r in fires)

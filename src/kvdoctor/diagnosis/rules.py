@@ -128,6 +128,9 @@ class Example:
     expect: str  # fires | silent
     log: str | None  # inline log text
     path: Path | None  # a fixture path, relative to the rule file
+    # a `fires` example must make the rule the verdict, unless the rule is a companion note that
+    # speaks beside another verdict (`{log: …, wins: false}`)
+    wins: bool = True
 
 
 @dataclass(frozen=True)
@@ -457,10 +460,11 @@ def _examples(ld: _Loader, raw: Any) -> Iterable[Example]:
         if not items:
             ld.at("examples", f"examples: at least one `{expect}` example is required")
         for item in items:
+            wins = not (isinstance(item, dict) and item.get("wins") is False)
             if isinstance(item, dict) and "log" in item:
-                yield Example(expect, str(item["log"]), None)
+                yield Example(expect, str(item["log"]), None, wins)
             elif isinstance(item, dict) and "file" in item:
-                yield Example(expect, None, (ld.path.parent / str(item["file"])).resolve())
+                yield Example(expect, None, (ld.path.parent / str(item["file"])).resolve(), wins)
             elif isinstance(item, str):
                 yield Example(expect, None, (ld.path.parent / item).resolve())
             else:

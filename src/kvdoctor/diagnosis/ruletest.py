@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kvdoctor.diagnosis.engine import fire
+from kvdoctor.diagnosis.engine import evaluate_attempt, fire
 from kvdoctor.diagnosis.rules import Example, Rule
 from kvdoctor.reader.lines import iter_raw_lines, open_source
 from kvdoctor.reader.pipeline import analyse_lines
@@ -39,6 +39,12 @@ def run_examples(rule: Rule, all_rules: list[Rule]) -> list[ExampleResult]:
         fired = fire(rule, analysis.last.facts)
         ok = fired if example.expect == "fires" else not fired
         detail = "fired" if fired else "did not fire"
+        if ok and fired and example.wins:
+            # firing is not enough: the example is the situation the rule is the verdict for
+            report = evaluate_attempt(analysis.last, all_rules)
+            winner = report.diagnoses[0].rule if report.diagnoses else None
+            if winner != rule.id:
+                ok, detail = False, f"fired, but {winner} is the verdict"
         results.append(ExampleResult(rule.id, example, ok, detail))
     return results
 
