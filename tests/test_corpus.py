@@ -118,10 +118,13 @@ def test_start_up_inside_a_long_serving_log_reads_the_same(label: dict[str, Any]
     from kvdoctor.api import report_for
     from kvdoctor.reader.lines import iter_sparse_lines
 
-    if label["file"].startswith("045-"):
-        pytest.skip("a traceback cut before its exception line is read only in the dense prefix")
     body = (CORPUS / label["file"]).read_bytes()
-    data = b"\n".join(_serving(3000)) + b"\n" + body + b"\n" + b"\n".join(_serving(3000)) + b"\n"
+    after = b"\n".join(_serving(3000)) + b"\n"
+    if label["file"].startswith("045-"):
+        # a traceback cut before its exception line has no anchor of its own: it is read because
+        # a dying process prints it last, and the log's last lines are always read
+        after = b""
+    data = b"\n".join(_serving(3000)) + b"\n" + body + b"\n" + after
     lines = iter_sparse_lines(io.BufferedReader(io.BytesIO(data)), dense_bytes=0)  # type: ignore[arg-type]
     sparse = report_for(analyse_lines("big", lines))
     assert sparse.verdict == diagnose(body).verdict

@@ -140,6 +140,7 @@ def iter_sparse_lines(stream: BinaryIO, dense_bytes: int = DENSE_BYTES) -> Itera
     number = seen = after = 0
     dropped: int | None = None  # the last line number skipped since the previous yield
     before: deque[tuple[int, bytes]] = deque(maxlen=WINDOW_BEFORE)
+    skipped: tuple[int, bytes] | None = None  # the last chunk passed over: its end is the log's tail
     tail = b""
     while True:
         try:
@@ -155,6 +156,7 @@ def iter_sparse_lines(stream: BinaryIO, dense_bytes: int = DENSE_BYTES) -> Itera
             # chunk is checked with the start of this one
             cut = chunk.rfind(b"\n")
             if cut >= 0 and not _chunk_has_anchor(chunk) and not _chunk_has_anchor(tail + chunk[:64]):
+                skipped = (number, tail + chunk[: cut + 1])
                 number += chunk.count(b"\n", 0, cut + 1)
                 seen += len(tail) + cut + 1
                 tail = chunk[cut + 1 :]
@@ -175,10 +177,12 @@ def iter_sparse_lines(stream: BinaryIO, dense_bytes: int = DENSE_BYTES) -> Itera
                 yield number, raw
             continue
         if after == 0 and not _chunk_has_anchor(body):
+            skipped = (number, body)
             number += body.count(b"\n")
             before.clear()
             dropped = number
             continue
+        skipped = None
         for raw in body[:-1].split(b"\n"):
             number += 1
             hit = any(anchor in raw for anchor in FAST_ANCHORS)
@@ -197,6 +201,18 @@ def iter_sparse_lines(stream: BinaryIO, dense_bytes: int = DENSE_BYTES) -> Itera
             dropped = None
             yield number, raw
             after = WINDOW_AFTER if hit else after - 1
+    # the log's last lines are always read: a process that died prints its last words there, and
+    # a traceback cut before its exception line carries no anchor (corpus 045)
+    if skipped is not None:
+        first, body = skipped
+        lines = body[:-1].split(b"\n")[-WINDOW_BEFORE:]
+        start = first + body.count(b"\n") - len(lines)
+        yield start, b""
+        for offset, raw in enumerate(lines, 1):
+            yield start + offset, raw
+    elif before:
+        yield before[0][0] - 1, b""
+        yield from before
     if tail:
         yield number + 1, tail
 
