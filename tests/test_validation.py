@@ -52,6 +52,15 @@ KNOWN_MISSES = {
     "720-": "kvcached's patch was not installed: the log shows only a co-tenant",
     "721-": "1.7 GiB held on a desktop card: lowering the fraction and closing the browser both work",
     "813-": "QAnything computes the fraction from the card; the log shows neither",
+    "901-": "a figureless no-KV at 0.9: the differential looks at the card; the maintainer suggested eager mode",
+    "906-": "the benchmark was fixed by passing a fraction; the error's shorter length works too",
+    "908-": "a capture OOM: eager mode and a lower fraction both fix it; the thread chose the fraction",
+    "909-": "a sampler OOM: the thread offers a lower fraction or --max-num-seqs 512",
+    "910-": "other processes hold the card: sharing it (lower fraction) or freeing it; the maintainer said free",
+    "919-": "cut to the engine's init frames: no step is named",
+    "923-": "labelled a hardware request (need more info)",
+    "924-": "labelled need more info; the figures show 22 GiB held by something else",
+    "925-": "only the API server's tail: the failure text is not in the file",
 }
 
 

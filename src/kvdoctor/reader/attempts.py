@@ -101,12 +101,12 @@ class Attempt:
     def has(self, kind: str) -> bool:
         return any(e.kind == kind for e in self.events)
 
-    def progressed(self) -> bool:
+    def progressed(self, since: int = 0) -> bool:
         # figures quoted bare (no vLLM header, no process prefix) above a log are not a start-up
         # of their own; an error always is
         return any(
             e.kind in FATAL_KINDS or (e.kind in PROGRESS_KINDS and (e.origin.level or e.origin.proc))
-            for e in self.events
+            for e in self.events[since:]
         )
 
     def failed(self) -> bool:
@@ -152,13 +152,29 @@ _ERROR_FIGURES = frozenset({"max_len_error", "free_memory_error", "no_cache_bloc
 
 def split_attempts(events: Iterable[Event]) -> Iterator[Attempt]:
     current = Attempt(0)
+    since = 0  # events pasted ahead of their start-up do not count as its progress
     for event in events:
-        if event.kind in START_KINDS and current.progressed() and not _quoted_error_only(current):
+        if event.kind in START_KINDS and current.progressed(since) and not _quoted_error_only(current):
+            if current.index == 0 and not since and _pasted_ahead(current, event):
+                since = len(current.events)  # the end of this start-up, pasted above its beginning
+                current.events.append(event)
+                continue
+            since = 0
             yield current
             current = Attempt(current.index + 1)
         current.events.append(event)
     if current.events or current.index == 0:
         yield current
+
+
+def _pasted_ahead(head: Attempt, start: Event) -> bool:
+    """Lines above the first start-up that are its own later lines, pasted first: no start of their
+    own, and every one of their clocks later than the start-up's first line (a reporter who pasted
+    the KV figures, then the launch: round 6, 912)."""
+    if any(e.kind in START_KINDS for e in head.events) or not start.origin.stamp:
+        return False
+    stamps = [e.origin.stamp for e in head.events if e.origin.stamp]
+    return bool(stamps) and len(stamps) == len(head.events) and min(stamps) > start.origin.stamp
 
 
 def newest_first(events: list[Event]) -> bool:
