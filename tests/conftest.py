@@ -11,3 +11,9 @@ CORPUS = FIXTURES / "corpus"
 @pytest.fixture
 def corpus() -> Path:
     return CORPUS
+
+
+@pytest.fixture(autouse=True)
+def _rule_cache_in_tmp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI keeps compiled rules in the user's cache directory: tests use their own."""
+    monkeypatch.setenv("KVDOCTOR_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kvdoctor-cache"))

@@ -5,8 +5,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from kvdoctor.reader.lines import InputError, iter_sparse_lines, open_source
+
+
+def cache_dir() -> Path | None:
+    """Where compiled rules are kept between runs: $KVDOCTOR_CACHE_DIR (empty: no cache), else the
+    user's cache directory (platformdirs: ~/.cache/kvdoctor on Linux)."""
+    configured = os.environ.get("KVDOCTOR_CACHE_DIR")
+    if configured is not None:
+        return Path(configured) if configured else None
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("kvdoctor", appauthor=False))
 
 
 def add_input(parser: argparse.ArgumentParser, *, many: bool = False) -> None:

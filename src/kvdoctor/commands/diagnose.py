@@ -13,6 +13,7 @@ from kvdoctor.commands._common import (
     add_input,
     add_lang_argument,
     add_rules_argument,
+    cache_dir,
     error,
     pick_lang,
     use_color,
@@ -53,7 +54,7 @@ def _probe(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     lang = pick_lang(args.lang)
     try:
-        rules = rules_for(args.rules)
+        rules = rules_for(args.rules, cache_dir=cache_dir())
     except RuleLoadError as exc:
         print(str(exc), file=sys.stderr)
         error(f"{len(exc.errors)} problem(s) in rule files; fix them or drop --rules")

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from kvdoctor.commands._common import error
+from kvdoctor.commands._common import cache_dir, error
 from kvdoctor.exitcodes import EXIT_OK, EXIT_USAGE
 
 NEEDED = ("uvicorn", "python_multipart", "slack_bolt", "slack_sdk", "aiohttp")
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from kvdoctor.diagnosis.rules import RuleLoadError, rules_for
 
     try:
-        rules_for()
+        rules_for(cache_dir=cache_dir())
     except RuleLoadError as exc:
         print(str(exc), file=sys.stderr)
         error(f"serve: {len(exc.errors)} problem(s) in the rule files; fix them before serving")

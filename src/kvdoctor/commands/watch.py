@@ -19,7 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from kvdoctor.commands._common import add_lang_argument, add_rules_argument, error, pick_lang, use_color
+from kvdoctor.commands._common import (
+    add_lang_argument,
+    add_rules_argument,
+    cache_dir,
+    error,
+    pick_lang,
+    use_color,
+)
 from kvdoctor.diagnosis.report import Report
 from kvdoctor.diagnosis.rules import Rule, RuleLoadError, rules_for
 from kvdoctor.exitcodes import EXIT_INTERRUPTED, EXIT_USAGE
@@ -223,7 +230,7 @@ def open_sink(args: argparse.Namespace, lang: str, where: str) -> ReportSink | N
 
 def load_rules(dirs: list[str]) -> list[Rule] | None:
     try:
-        return rules_for(dirs)
+        return rules_for(dirs, cache_dir=cache_dir())
     except RuleLoadError as exc:
         print(str(exc), file=sys.stderr)
         error(f"{len(exc.errors)} problem(s) in rule files; fix them or drop --rules")

@@ -7,17 +7,12 @@ walked. Regexes from rules run under a timeout (the `regex` package).
 
 from __future__ import annotations
 
-import ast
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any, Union
 
-import regex
-from lark import Lark, Token, Transformer, UnexpectedInput
-
-from kvdoctor.reader.units import size_gib
 from kvdoctor.reader.versions import parse_version
 
 REGEX_TIMEOUT_S = 0.05
@@ -45,102 +40,35 @@ class Name:
 class Op:
     op: str  # and or not compare arith neg in not_in matches call
     args: tuple[Node, ...]
-    extra: Any = None  # operator symbol, function name, compiled regex
+    extra: Any = None  # operator symbol, function name, Pattern
 
 
 Node = Union[Lit, Name, Op]  # noqa: UP007 - a runtime alias used before 3.10 unions read well
 
 
-class _Build(Transformer[Token, Node]):
-    def or_(self, items: Sequence[Node]) -> Node:
-        return items[0] if len(items) == 1 else Op("or", tuple(items))
+@dataclass(frozen=True)
+class Pattern:
+    """A rule's regex by its source, compiled on first use: compiled rules cached on disk carry no
+    compiled pattern, and a run that evaluates no `matches` never imports `regex`."""
 
-    def and_(self, items: Sequence[Node]) -> Node:
-        return items[0] if len(items) == 1 else Op("and", tuple(items))
+    source: str
 
-    def not_(self, items: Sequence[Node]) -> Node:
-        return Op("not", (items[0],))
-
-    def compare(self, items: Sequence[Any]) -> Node:
-        return Op("compare", (items[0], items[2]), str(items[1]))
-
-    def arith(self, items: Sequence[Any]) -> Node:
-        return Op("arith", (items[0], items[2]), str(items[1]))
-
-    def signed(self, items: Sequence[Any]) -> Node:
-        return Op("neg", (items[1],)) if str(items[0]) == "-" else items[1]
-
-    def in_(self, items: Sequence[Any]) -> Node:
-        return Op("in", (items[0],), items[1])
-
-    def not_in(self, items: Sequence[Any]) -> Node:
-        return Op("not", (Op("in", (items[0],), items[1]),))
-
-    def matches(self, items: Sequence[Any]) -> Node:
-        pattern = ast.literal_eval(str(items[1]))
-        try:
-            compiled = regex.compile(pattern)
-        except regex.error as exc:
-            raise ConditionError(f"bad regex {pattern!r}: {exc}", items[1].line, items[1].column) from None
-        return Op("matches", (items[0],), compiled)
-
-    def list(self, items: Sequence[Node | None]) -> tuple[Any, ...]:  # noqa: A003 - grammar rule name
-        return tuple(i.value for i in items if isinstance(i, Lit))
-
-    def size(self, items: Sequence[Token]) -> Node:
-        text = str(items[0])
-        number = text.rstrip("KMGTiB ").strip()
-        unit = text[len(number) :].strip()
-        return Lit(size_gib(number, unit))
-
-    def number(self, items: Sequence[Token]) -> Node:
-        return Lit(float(items[0]))
-
-    def string(self, items: Sequence[Token]) -> Node:
-        return Lit(ast.literal_eval(str(items[0])))
-
-    def true(self, items: Sequence[Any]) -> Node:
-        return Lit(True)
-
-    def false(self, items: Sequence[Any]) -> Node:
-        return Lit(False)
-
-    def call(self, items: Sequence[Any]) -> Node:
-        func = str(items[0])
-        args = tuple(i for i in items[1:] if i is not None)
-        if func == "exists" and (len(args) != 1 or not isinstance(args[0], Name)):
-            raise ConditionError("exists() takes one fact name", items[0].line, items[0].column)
-        return Op("call", args, func)
-
-    def name(self, items: Sequence[Token]) -> Node:
-        token = items[0]
-        return Name(str(token), token.line or 1, token.column or 1)
+    def search(self, text: str, timeout: float) -> Any:
+        return _compiled(self.source).search(text, timeout=timeout)
 
 
-@lru_cache(maxsize=1)
-def _parser() -> Lark:
-    # the basic lexer keeps keywords keywords, so `a <= and b` is reported at `and`
-    return Lark.open_from_package(
-        "kvdoctor.diagnosis", "conditions.lark", parser="lalr", lexer="basic", maybe_placeholders=True
-    )
+@cache
+def _compiled(source: str) -> Any:
+    import regex
+
+    return regex.compile(source)
 
 
 def build(text: str) -> Node:
-    try:
-        tree = _parser().parse(text)
-    except UnexpectedInput as exc:
-        expected = sorted(getattr(exc, "expected", None) or getattr(exc, "allowed", None) or [])
-        hint = f"; expected one of {', '.join(expected[:6])}" if expected else ""
-        token = getattr(exc, "token", None)
-        found = f" at {str(token)!r}" if token else ""
-        raise ConditionError(f"syntax error{found}{hint}", exc.line or 1, exc.column or 1) from None
-    try:
-        return _Build().transform(tree)
-    except Exception as exc:  # lark wraps errors raised in the transformer
-        cause = getattr(exc, "orig_exc", None) or exc.__context__
-        if isinstance(cause, ConditionError):
-            raise cause from None
-        raise ConditionError(str(exc)) from None
+    """Parse a condition (lark, LALR; imported only when a rule is compiled, not when cached)."""
+    from kvdoctor.diagnosis.condition_parser import parse
+
+    return parse(text)
 
 
 def names(node: Node) -> Iterator[Name]:
@@ -219,15 +147,21 @@ def evaluate(node: Node, lookup: Lookup, defines: Mapping[str, Node] | None = No
             return evaluate(defines[node.name], lookup, defines)
         return _try(lookup, node.name)
     op = node.op
-    if op == "and":
-        values = [evaluate(a, lookup, defines) for a in node.args]
-        if any(v is False for v in values):
-            return False
+    if op == "and":  # false wins over unknown, so the first false ends it (a later regex never runs)
+        values = []
+        for arg in node.args:
+            v = evaluate(arg, lookup, defines)
+            if v is False:
+                return False
+            values.append(v)
         return None if any(v is None for v in values) else all(bool(v) for v in values)
-    if op == "or":
-        values = [evaluate(a, lookup, defines) for a in node.args]
-        if any(v is True or (v not in (None, False) and bool(v)) for v in values):
-            return True
+    if op == "or":  # true wins over unknown: the first true ends it
+        values = []
+        for arg in node.args:
+            v = evaluate(arg, lookup, defines)
+            if v is True or (v not in (None, False) and bool(v)):
+                return True
+            values.append(v)
         return None if any(v is None for v in values) else False
     if op == "not":
         value = evaluate(node.args[0], lookup, defines)

@@ -11,13 +11,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from kvdoctor.diagnosis import conditions
 from kvdoctor.diagnosis.conditions import ConditionError, Node
 from kvdoctor.reader.facts import is_known
+
+if TYPE_CHECKING:
+    import yaml
 
 CLASSES = (
     "no_cache_blocks",
@@ -84,7 +85,12 @@ _TEMPLATE_FIELD = re.compile(r"\{([A-Za-z_][\w.]*)(?::([^{}]*))?\}")
 _VERSION_BOUND = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*v?(\d+(?:\.\d+)*(?:\.post\d+)?)\s*$")
 
 Text = dict[str, str]  # language -> text
-_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster; both are safe
+
+
+def _loader() -> type:
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster; both are safe
 
 
 @dataclass(frozen=True)
@@ -220,17 +226,21 @@ def _text(value: Any) -> Text | None:
 
 
 def _mapping_marks(node: yaml.Node) -> dict[str, yaml.Node]:
+    import yaml
+
     if not isinstance(node, yaml.MappingNode):
         return {}
     return {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
 
 
 def load_rule(path: Path) -> tuple[Rule | None, list[RuleError]]:
+    import yaml
+
     loader = _Loader(path)
     try:
         text = "\n".join(loader.lines)
-        node = yaml.compose(text, Loader=_LOADER)
-        data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a SafeLoader (libyaml's when present)
+        node = yaml.compose(text, Loader=_loader())
+        data = yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader (libyaml's when present)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         loader.error(
@@ -493,10 +503,13 @@ def load_rules(dirs: Iterable[Path]) -> list[Rule]:
 _CACHE: dict[tuple[str, ...], list[Rule]] = {}
 
 
-def rules_for(extra_dirs: Iterable[str | Path] = ()) -> list[Rule]:
-    """The built-in rules plus any extra directories (cached per process)."""
+def rules_for(extra_dirs: Iterable[str | Path] = (), *, cache_dir: Path | None = None) -> list[Rule]:
+    """The built-in rules plus any extra directories: kept per process, and compiled once across
+    processes when the caller passes a cache directory (`kvdoctor.diagnosis.rule_cache`)."""
+    from kvdoctor.diagnosis.rule_cache import load_cached
+
     dirs = (builtin_rules_dir(), *(Path(d) for d in extra_dirs))
     key = tuple(str(d) for d in dirs)
     if key not in _CACHE:
-        _CACHE[key] = load_rules(dirs)
+        _CACHE[key] = load_cached(dirs, cache_dir, lambda: load_rules(dirs))
     return _CACHE[key]

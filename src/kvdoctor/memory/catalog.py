@@ -18,8 +18,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 
 class CatalogError(ValueError):
     """A local model path that cannot be read (message is user-facing)."""
@@ -152,8 +150,16 @@ def _entry(raw: Mapping[str, Any]) -> ModelEntry:
 
 
 def _load_yaml(name: str) -> Any:
-    text = resources.files("kvdoctor.memory").joinpath("data", name).read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    """The catalog file: its JSON form where the wheel's build wrote one (hatch_build.py; ~1 ms),
+    else the YAML source through libyaml's loader (~20 ms), else PyYAML's pure one."""
+    data = resources.files("kvdoctor.memory").joinpath("data")
+    built = data.joinpath(name.removesuffix(".yaml") + ".json")
+    if built.is_file():
+        return json.loads(built.read_text(encoding="utf-8"))
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # both safe; libyaml is ~10x faster
+    return yaml.load(data.joinpath(name).read_text(encoding="utf-8"), Loader=loader)  # noqa: S506
 
 
 @lru_cache(maxsize=1)

@@ -1,4 +1,4 @@
-"""Parse vLLM's configuration dumps (Namespace, dict, engine banner) with a lark grammar.
+"""Parse vLLM's configuration dumps (Namespace, dict, engine banner): the grammar of `dumps.lark`.
 
 Dumps in pastes are often cut short ("…", a truncated line); the parser then keeps every entry
 before the damage instead of giving up.
@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Sequence
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from lark import Lark
+import re
+from typing import Any
 
 _KEYWORDS: dict[str, Any] = {
     "None": None,
@@ -25,23 +21,79 @@ _KEYWORDS: dict[str, Any] = {
 }
 
 
-def _transformer() -> Any:
-    from lark import Transformer
+def parse_dump(text: str) -> dict[str, Any]:
+    """Entries of a dump as a flat dict; a Namespace(...) or {...} wrapper is unwrapped."""
+    text = text.strip().rstrip(",").strip()
+    for _ in range(6):
+        if not text:
+            return {}
+        try:
+            result = _Reader(text).start()
+        except _Unexpected as exc:
+            text = _cut_before(text, exc.pos)
+            continue
+        result.pop("__call__", None)
+        return result
+    return {}
 
-    class _ToPython(Transformer):  # type: ignore[type-arg]
-        pass
 
-    for name, fn in list(_Methods.__dict__.items()):
-        if not name.startswith("__"):
-            setattr(_ToPython, name, fn)
-    return _ToPython()
+# the grammar of dumps.lark, read by hand: a dump is read on most start-ups, and this keeps lark's
+# import (~30 ms) off that path (issue 11). tests/test_dumps.py holds it equal to the grammar.
+_TOKEN = re.compile(
+    r"\s*(?:"
+    r"(?P<number>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w./~+\-]))"
+    r"|(?P<string>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")"
+    r"|(?P<angle><[^<>]*>)"
+    r"|(?P<word>[A-Za-z0-9_./~+\-@][\w./~+\-@:]*)"
+    r"|(?P<punct>[=,(){}\[\]:])"
+    r")"
+)
 
 
-class _Methods:
-    def start(self, items: Sequence[Any]) -> dict[str, Any]:
+class _Unexpected(Exception):
+    def __init__(self, pos: int) -> None:
+        super().__init__(pos)
+        self.pos = pos
+
+
+class _Reader:
+    def __init__(self, text: str) -> None:
+        self.tokens: builtins.list[tuple[str, str, int]] = []
+        pos = 0
+        while pos < len(text):
+            m = _TOKEN.match(text, pos)
+            if m is None or m.end() == pos or m.lastgroup is None:
+                if text[pos:].strip() == "":
+                    break
+                raise _Unexpected(len(text) - len(text[pos:].lstrip()))
+            kind = m.lastgroup
+            self.tokens.append((kind, m.group(kind), m.start(kind)))
+            pos = m.end()
+        self.i = 0
+        self.end = len(text)
+
+    def _peek(self, offset: int = 0) -> tuple[str, str, int] | None:
+        j = self.i + offset
+        return self.tokens[j] if j < len(self.tokens) else None
+
+    def _is(self, value: str, offset: int = 0) -> bool:
+        token = self._peek(offset)
+        return token is not None and token[0] == "punct" and token[1] == value
+
+    def _fail(self) -> _Unexpected:
+        token = self._peek()
+        return _Unexpected(token[2] if token else -1)
+
+    def _expect(self, value: str) -> None:
+        if not self._is(value):
+            raise self._fail()
+        self.i += 1
+
+    def start(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for item in items:
-            if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+        while self._peek() is not None:
+            item = self._entry()
+            if isinstance(item, tuple):
                 out[item[0]] = item[1]
             elif isinstance(item, dict) and item.get("__call__") is not None:
                 out.update({k: v for k, v in item.items() if k != "__call__"})
@@ -50,73 +102,78 @@ class _Methods:
                 out.update({str(k): v for k, v in item.items()})
         return out
 
-    def pair(self, items: Sequence[Any]) -> tuple[str, Any]:  # noqa: D102
-        return (str(items[0]), items[1])
+    def _entry(self) -> Any:
+        token = self._peek()
+        if token is not None and token[0] == "word" and self._is("=", 1):
+            self.i += 2
+            item: Any = (token[1], self._value())
+        else:
+            item = self._value()
+        if self._is(","):
+            self.i += 1
+        return item
 
-    def string(self, items: Sequence[Any]) -> str:
-        try:
-            value = ast.literal_eval(str(items[0]))
-        except (ValueError, SyntaxError):
-            return str(items[0])[1:-1]
-        return value if isinstance(value, str) else str(value)
-
-    def number(self, items: Sequence[Any]) -> int | float:
-        text = str(items[0])
-        try:
-            return int(text)
-        except ValueError:
-            return float(text)
-
-    def word(self, items: Sequence[Any]) -> Any:
-        text = str(items[0])
+    def _value(self) -> Any:
+        token = self._peek()
+        if token is None:
+            raise self._fail()
+        kind, text, _ = token
+        if kind == "punct":
+            if text == "{":
+                return self._dict()
+            if text == "[":
+                return self._sequence("[", "]")
+            if text == "(":
+                return self._sequence("(", ")")
+            raise self._fail()
+        self.i += 1
+        if kind == "string":
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                return text[1:-1]
+            return value if isinstance(value, str) else str(value)
+        if kind == "number":
+            try:
+                return int(text)
+            except ValueError:
+                return float(text)
+        if kind == "word" and self._is("("):
+            return self._call(text)
         return _KEYWORDS.get(text, text)
 
-    def call(self, items: Sequence[Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {"__call__": str(items[0])}
-        for item in items[1:]:
-            if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+    def _call(self, name: str) -> dict[str, Any]:
+        self._expect("(")
+        out: dict[str, Any] = {"__call__": name}
+        while not self._is(")"):
+            item = self._entry()
+            if isinstance(item, tuple):
                 out[item[0]] = item[1]
+        self.i += 1
         return out
 
-    def dict(self, items: Sequence[Any]) -> dict[Any, Any]:
-        return {(k if isinstance(k, (str, int, float)) else str(k)): v for k, v in items}
+    def _dict(self) -> dict[Any, Any]:
+        self._expect("{")
+        out: dict[Any, Any] = {}
+        while not self._is("}"):
+            key = self._value()
+            self._expect(":")
+            value = self._value()
+            out[key if isinstance(key, (str, int, float)) else str(key)] = value
+            if self._is(","):
+                self.i += 1
+        self.i += 1
+        return out
 
-    def dictitem(self, items: Sequence[Any]) -> tuple[Any, Any]:
-        return (items[0], items[1])
-
-    def list(self, items: Sequence[Any]) -> builtins.list[Any]:  # noqa: A003 - grammar rule name
-        return builtins.list(items)
-
-    def tuple(self, items: Sequence[Any]) -> builtins.list[Any]:  # noqa: A003 - grammar rule name
-        return builtins.list(items)
-
-
-@lru_cache(maxsize=1)
-def _parser() -> Lark:
-    from lark import (
-        Lark,
-    )  # imported on the first dump: `kvdoctor facts` on a plain log never pays for it
-
-    return Lark.open_from_package("kvdoctor.reader", "dumps.lark", parser="lalr", maybe_placeholders=False)
-
-
-def parse_dump(text: str) -> dict[str, Any]:
-    """Entries of a dump as a flat dict; a Namespace(...) or {...} wrapper is unwrapped."""
-    text = text.strip().rstrip(",").strip()
-    for _ in range(6):
-        if not text:
-            return {}
-        from lark import UnexpectedInput
-
-        try:
-            tree = _parser().parse(text)
-        except UnexpectedInput as exc:
-            text = _cut_before(text, exc.pos_in_stream or 0)
-            continue
-        result = _transformer().transform(tree)
-        result.pop("__call__", None)
-        return result if isinstance(result, dict) else {}
-    return {}
+    def _sequence(self, opener: str, closer: str) -> builtins.list[Any]:
+        self._expect(opener)
+        out: builtins.list[Any] = []
+        while not self._is(closer):
+            out.append(self._value())
+            if self._is(","):
+                self.i += 1
+        self.i += 1
+        return out
 
 
 def _cut_before(text: str, pos: int) -> str:
