@@ -61,6 +61,16 @@ KNOWN_MISSES = {
     "923-": "labelled a hardware request (need more info)",
     "924-": "labelled need more info; the figures show 22 GiB held by something else",
     "925-": "only the API server's tail: the failure text is not in the file",
+    "1001-": "a max-len failure 3% short on a unified-memory box: the thread raised the fraction",
+    "1007-": "Unsloth's own lines only: the log stops before vLLM serves",
+    "1008-": "ranks 13.8 GiB apart from a stale flash-attn's wrong estimate, read as a shared GPU (medium)",
+    "1012-": "a 74 GiB allocation from a missing flash-attn: the allocation is named, the missing package is not",
+    "1016-": "a capture OOM with no answer in the thread (need more info)",
+    "1017-": "a unified-memory box whose OS holds the memory: freeing it or lowering the fraction",
+    "1020-": "an XPU's small negative KV budget: the thread chose a shorter length over a higher fraction",
+    "1021-": "a FlashInfer autotune OOM warning it recovered from; the log stops in the capture",
+    "1022-": "a tokenizer error from a transformers release: named as configuration, fixed in the environment",
+    "1025-": "two containers on a T4 with no answer in the thread (need more info)",
 }
 
 

@@ -641,6 +641,17 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         _free_error,
     ),
+    # the check paraphrased in a ticket or a PR ("Free memory on cuda:0 (38.74/121.63 GiB) < desired
+    # utilization (0.35, 42.57 GiB)")
+    Extractor(
+        "free_memory_error",
+        ("< desired",),
+        _F(
+            r"Free memory on (?:device ?)?(\S*?) ?\((-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) < desired (?:GPU memory )?"
+            r"utilization \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)"
+        ),
+        _free_error,
+    ),
     Extractor(
         "free_memory_error",
         ("on startup is less than the engine",),
@@ -931,7 +942,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ("Error: ", "Exception: "),
         _F(
             r"^(?!\s*[`'\">]*(?:\w+ )?(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception):)"
-            r".*?\s((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (.+)$"
+            # (after a space, or inside backticks/quotes: "Error msg: `ValueError: …`")
+            r".*?[\s`'\"(]((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (.+?)[`'\"]?$"
         ),
         _exception,
     ),

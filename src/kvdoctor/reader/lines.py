@@ -282,6 +282,8 @@ _WRAPPER_SOURCES: tuple[tuple[str, str], ...] = (
     ("syslog", r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ (?P<container>[\w.@/-]+)(?:\[\d+\])?: "),
     # k9s / boxed terminal views: "│ (APIServer pid=1) INFO … │"
     ("box", r"^[│┃] (?=.*[│┃]\s*$)"),  # not "|": nvidia-smi tables are read as they are
+    # a quoted block as GitHub renders it when copied ("▎ ValueError: …") or as markdown ("> …")
+    ("quote", r"^(?:[▎▍▌┃│]|>(?!>))[ \t]?"),
     # glog (torch, klog): "W1223 23:34:22.775000 1116 torch/utils/x.py:2425] "
     ("glog", r"^\[?[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\]\s?"),
     # platform prefixes: "[vllm]: " (Akash), torch elastic "[rank0]: "
@@ -311,7 +313,7 @@ _HEADER = re.compile(
 _JSON_KEYS = ("log", "message", "msg", "textPayload", "MESSAGE")
 # Cheap gate before the wrapper table: only lines that could start with one are tried.
 _MAYBE_WRAPPED = re.compile(
-    r"^(?:[\d\[_{\s│┃`~]|(?:WARN|INFO|ERROR|DEBUG)\s+PyProcess |[IWEF]\d{4} |[A-Z][a-z]{2} [ \d]\d "
+    r"^(?:[\d\[_{\s│┃▎▍▌>`~]|(?:WARN|INFO|ERROR|DEBUG)\s+PyProcess |[IWEF]\d{4} |[A-Z][a-z]{2} [ \d]\d "
     r"|[A-Za-z0-9][\w.-]*\s+\|)"
 )
 
