@@ -206,3 +206,19 @@ def test_the_probe_decides_the_differential_both_ways() -> None:
     assert empty.rule == "no-cache-blocks-unmeasured"
     assert "free_gpu_memory" not in [r.action for r in empty.remedies]
     assert empty.remedies[0].action == "increase_tensor_parallel_size"
+
+
+def test_another_stage_loading_at_the_same_second_is_the_co_tenant() -> None:
+    log = "\n".join(
+        [
+            "(Worker pid=2291010) [Stage-0] ERROR 03-12 08:22:28 [multiproc_executor.py:800] ValueError: Free memory "
+            "on device cuda:0 (111.99/139.8 GiB) on startup is less than desired GPU memory utilization (0.95, "
+            "132.81 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+            "[Stage-1] INFO 03-12 08:22:28 [diffusion_model_runner.py:133] Model loading took 26.4738 GiB and 13.18 s",
+        ]
+    )
+    report, top = _top(log)
+    assert (top.rule, top.confidence) == ("free-memory-at-startup-held", "medium")
+    assert top.remedies[0].action == "free_gpu_memory"
+    assert "another stage or instance was starting on the same card" in top.explanation
+    assert "raise_gpu_memory_utilization" in [a.action for a in top.avoid]
