@@ -222,3 +222,34 @@ def test_another_stage_loading_at_the_same_second_is_the_co_tenant() -> None:
     assert top.remedies[0].action == "free_gpu_memory"
     assert "another stage or instance was starting on the same card" in top.explanation
     assert "raise_gpu_memory_utilization" in [a.action for a in top.avoid]
+
+
+def test_a_trainer_oom_after_vllm_started_is_not_a_vllm_failure() -> None:
+    log = "\n".join(
+        [
+            "INFO 03-01 10:00:00 llm_engine.py:100] Initializing an LLM engine (v0.6.3) with config: model='Qwen/Qwen2.5-7B'",
+            "INFO 03-01 10:00:30 gpu_executor.py:122] # GPU blocks: 2048, # CPU blocks: 512",
+            "Traceback (most recent call last):",
+            '  File "/opt/verl/trainer/main_ppo.py", line 88, in fit',
+            "    loss.backward()",
+            '  File "/usr/lib/python3/dist-packages/torch/_tensor.py", line 521, in backward',
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "79.19 GiB of which 1.02 GiB is free.",
+        ]
+    )
+    report, top = _top(log)
+    assert report.verdict == "healthy"
+    assert "/opt/verl/trainer/main_ppo.py" in top.explanation and "never enters vLLM" in top.explanation
+
+
+def test_an_oom_inside_vllm_after_the_kv_cache_is_still_vllms() -> None:
+    log = "\n".join(
+        [
+            "INFO 03-01 10:00:30 gpu_executor.py:122] # GPU blocks: 2048, # CPU blocks: 512",
+            "Traceback (most recent call last):",
+            '  File "/usr/lib/python3/dist-packages/vllm/worker/model_runner.py", line 1250, in capture_model',
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "79.19 GiB of which 1.02 GiB is free.",
+        ]
+    )
+    assert diagnose(log).verdict == "cuda_oom"

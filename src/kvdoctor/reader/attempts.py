@@ -531,7 +531,18 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
     # a traceback printed at ERROR level by vLLM is a failure even when its exception line was cut
     # a traceback's frames mean a failure even when its header and exception line were cut
     # (unless the server reached serving after them, see `started`)
-    fatal = [e for e in attempt.events if (e.kind in FATAL_KINDS or e.kind == "frame") and not _benign(e)]
+    outside = _trainer_oom(attempt)
+    if outside:
+        # vLLM sized its KV cache, then an OOM whose traceback never enters vLLM: the trainer (or
+        # the script) sharing the card ran out, not vLLM's start-up (RL frameworks, issue 10)
+        frame = [e for e in outside if e.kind == "frame"][0]  # the outermost: the script that ran out
+        sink.put("trainer_oom_file", frame.fields.get("file"), frame, rank=3)
+    skipped = {id(e) for e in outside}
+    fatal = [
+        e
+        for e in attempt.events
+        if (e.kind in FATAL_KINDS or e.kind == "frame") and not _benign(e) and id(e) not in skipped
+    ]
     # the engine at work counts only before any failure: serving lines after one belong to another
     # instance sharing the log (a start-up inside a long serving log)
     first_fatal = min((e.line for e in fatal), default=None)
@@ -574,6 +585,8 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
         sink.put("error_type", root.fields["type"], root, rank=3)
         sink.put("error_message", root.fields["message"][:2000], root, rank=3)
     for event in attempt.events:  # seen.<kind>: the first event of each kind, as evidence
+        if id(event) in skipped:
+            continue
         if f"seen.{event.kind}" not in sink.facts:
             sink.put(f"seen.{event.kind}", True, event, rank=3)
     for event in attempt.events:
@@ -583,6 +596,40 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
             sink.put("profiling_measure", event.fields.get("measure"), event, rank=3)
             sink.put("profiling_initial_gib", event.fields.get("initial_gib"), event, rank=3)
             sink.put("profiling_current_gib", event.fields.get("current_gib"), event, rank=3)
+
+
+_KV_SIZED = ("gpu_blocks", "kv_cache_size", "available_kv_memory", "startup_memory_summary", "serving")
+
+
+def _trainer_oom(attempt: Attempt) -> list[Event]:
+    """The events of an out-of-memory traceback that came after vLLM sized its KV cache and whose
+    frames are all outside vLLM (the trainer's, in a colocated RL job): its frames, exception and
+    OOM lines. Empty when the OOM is vLLM's or nothing shows vLLM got that far."""
+    sized = [
+        e.line
+        for e in attempt.events
+        if e.kind in _KV_SIZED and (e.kind != "available_kv_memory" or e.fields.get("kv_cache_gib", 0) > 0)
+    ]
+    if not sized:
+        return []
+    block: list[Event] = []
+    found: list[Event] = []
+    for event in attempt.events:
+        if event.line < min(sized):
+            continue
+        if event.kind == "traceback":
+            block = [event]
+        elif event.kind in ("frame", "exception"):
+            block.append(event)
+        elif event.kind in ("cuda_oom", "warmup_oom"):
+            block.append(event)
+            frames = [e for e in block if e.kind == "frame"]
+            if frames and not any("vllm" in e.fields.get("file", "") for e in frames):
+                found.extend(block)
+            block = []
+    oom_lines = {e.line for e in found if e.kind in ("cuda_oom", "warmup_oom")}
+    # the exception line that carries the OOM text is the same failure
+    return found + [e for e in attempt.events if e.line in oom_lines and e not in found]
 
 
 _WRAPPER_MESSAGES = (

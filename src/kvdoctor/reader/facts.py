@@ -121,6 +121,7 @@ KNOWN_FACTS = frozenset(
         "traceback_function",
         "last_phase",
         "incomplete_at",
+        "trainer_oom_file",
         # outcome
         "started",
         "failed",
