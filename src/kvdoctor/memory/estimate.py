@@ -185,7 +185,7 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
     weights = ctx.weights()
     if ctx.entry is not None:
         out["weights_gib_estimate"] = round(_estimate_only(ctx), 2)
-        out["weights_estimate_basis"] = "catalog"
+        out["weights_estimate_basis"] = "kvdoctor's model catalog"
     elif ctx.params_b and _num(facts, "weights_gib") is None and weights is not None:
         out["weights_gib_estimate"] = round(weights, 2)
         out["weights_estimate_basis"] = f"{ctx.params_b:g}B parameters in the model's name"
