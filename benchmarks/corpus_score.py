@@ -54,6 +54,13 @@ def corpora(args: list[str]) -> list[Path]:
     return [ROOT / "tests" / "fixtures" / "corpus", *validation]
 
 
+def wanted(label: dict[str, Any]) -> str | None:
+    """The remedy a label asks for: the thread's fix, else the direction its figures demand; None
+    when the thread established neither (such a log scores its verdict only)."""
+    value = label.get("remedy_primary") or label.get("expected_remedy_direction")
+    return str(value) if value else None
+
+
 def same(a: object, b: object) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return round(float(a), 2) == round(float(b), 2) or abs(float(a) - float(b)) < 0.006
@@ -78,7 +85,7 @@ class Scored:
     first: str | None
     confidence: str | None
     verdict_ok: bool
-    remedy_ok: bool
+    remedy_ok: bool | None  # None: the label names no remedy (the thread gave none)
     opposite: bool
     healthy_called_failure: bool
     figures_ok: int
@@ -108,7 +115,7 @@ def score_file(corpus: Path, label: dict[str, Any]) -> Scored:
         first=first,
         confidence=top.confidence if top else None,
         verdict_ok=report.verdict == label["class"],
-        remedy_ok=first in REMEDY.get(label["remedy_primary"], {label["remedy_primary"]}),
+        remedy_ok=None if wanted(label) is None else first in REMEDY.get(wanted(label), {wanted(label)}),
         opposite=opposite(label, first),
         healthy_called_failure=label["class"] == "healthy" and report.verdict not in ("healthy", "unknown"),
         figures_ok=ok,
@@ -127,13 +134,14 @@ def summary(results: list[Scored]) -> str:
     fig_ok = sum(r.figures_ok for r in results)
     fig_all = max(sum(r.figures_all for r in results), 1)
     verdict = sum(r.verdict_ok for r in results)
-    remedy = sum(r.remedy_ok for r in results)
+    remedy = sum(bool(r.remedy_ok) for r in results)
+    scored = max(sum(r.remedy_ok is not None for r in results), 1)
     by_conf: Counter[str] = Counter()
     right: Counter[str] = Counter()
     for r in results:
         level = r.confidence or "none"
         by_conf[level] += 1
-        right[level] += r.verdict_ok and r.remedy_ok
+        right[level] += r.verdict_ok and r.remedy_ok is not False
     levels = "  ".join(
         f"{level} {right[level]}/{by_conf[level]} ({100 * right[level] / by_conf[level]:.0f}%)"
         for level in ("high", "medium", "low", "none")
@@ -141,7 +149,8 @@ def summary(results: list[Scored]) -> str:
     )
     return (
         f"logs {len(results)}  figures {fig_ok}/{fig_all} ({100 * fig_ok / fig_all:.1f}%)  "
-        f"verdict {verdict}/{n} ({100 * verdict / n:.1f}%)  first remedy {remedy}/{n} ({100 * remedy / n:.1f}%)  "
+        f"verdict {verdict}/{n} ({100 * verdict / n:.1f}%)  "
+        f"first remedy {remedy}/{scored} ({100 * remedy / scored:.1f}%)  "
         f"opposite {sum(r.opposite for r in results)}  healthy called failure "
         f"{sum(r.healthy_called_failure for r in results)}\n"
         f"right (verdict and first remedy) by confidence: {levels}"
@@ -154,11 +163,11 @@ def main(args: list[str]) -> int:
         results = score_corpus(corpus)
         print(f"== {corpus.relative_to(ROOT) if corpus.is_relative_to(ROOT) else corpus}")
         for label, r in results:
-            mark = "ok " if r.verdict_ok and r.remedy_ok and not r.misses else "XX "
+            mark = "ok " if r.verdict_ok and r.remedy_ok is not False and not r.misses else "XX "
             print(
                 f"{mark}{r.file[:58]:<58} {r.verdict:<34} {str(r.first):<30} {r.confidence or '-':<6}"
                 f"{'' if r.verdict_ok else ' want ' + label['class']}"
-                f"{'' if r.remedy_ok else ' want ' + label['remedy_primary']}"
+                f"{'' if r.remedy_ok is not False else ' want ' + str(wanted(label))}"
                 f"{' OPPOSITE' if r.opposite else ''} {' '.join(r.misses)}"
             )
         scored = [r for _, r in results]

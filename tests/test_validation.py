@@ -71,6 +71,8 @@ KNOWN_MISSES = {
     "1021-": "a FlashInfer autotune OOM warning it recovered from; the log stops in the capture",
     "1022-": "a tokenizer error from a transformers release: named as configuration, fixed in the environment",
     "1025-": "two containers on a T4 with no answer in the thread (need more info)",
+    "1102-": "four instances on one NPU whose fractions were set as if they added up: lower them or free one",
+    "1110-": "a 72B model on 40 GB cards the log does not name: the differential looks at the card first",
 }
 
 
@@ -90,7 +92,8 @@ def test_verdict_and_first_remedy(folder: Path, label: dict[str, Any]) -> None:
         assert top is None or top.confidence != "high" or report.verdict == label["class"], label["file"]
         return
     assert report.verdict == label["class"]
-    assert first in score.REMEDY[label["remedy_primary"]], f"{label['file']}: first remedy {first}"
+    if score.wanted(label) is not None:  # else the thread established no fix: the verdict only
+        assert first in score.REMEDY[score.wanted(label)], f"{label['file']}: first remedy {first}"
 
 
 def test_known_misses_are_still_misses() -> None:
@@ -98,7 +101,8 @@ def test_known_misses_are_still_misses() -> None:
     for folder, label in CASES:
         if _known(label):
             scored = score.score_file(folder, label)
-            assert not (scored.verdict_ok and scored.remedy_ok), f"{label['file']} is right now: drop it from the list"
+            right = scored.verdict_ok and scored.remedy_ok is not False
+            assert not right, f"{label['file']} is right now: drop it from the list"
 
 
 def test_figures_recovered_at_least_97_percent() -> None:

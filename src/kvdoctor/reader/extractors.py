@@ -1023,6 +1023,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
     ),
     # a torch OOM message cut off by the paste: "RuntimeError: CUDA out of"
     Extractor("cuda_oom", ("CUDA out of", "HIP out of"), _F(r"(CUDA|HIP) out of(?: m[a-z]*)?\s*$"), _cuda_oom),
+    # torch's OOM message quoted from its second sentence on ("Tried to allocate 136.00 MiB. GPU 0
+    # has a total capacity of 22.36 GiB of which …"): nothing else prints those words
+    Extractor(
+        "cuda_oom",
+        ("Tried to allocate",),
+        _F(r"()Tried to allocate [\d.]+ ?[KMGT]i?B\.? ?(?:\(GPU \d+;|GPU \d+ has a total capac)"),
+        _cuda_oom,
+    ),
     # 0.18–0.19 wording of the CUDA-graph profiling hint
     Extractor(
         "graph_util_hint",
