@@ -605,17 +605,20 @@ def _trainer_oom(attempt: Attempt) -> list[Event]:
     """The events of an out-of-memory traceback that came after vLLM sized its KV cache and whose
     frames are all outside vLLM (the trainer's, in a colocated RL job): its frames, exception and
     OOM lines. Empty when the OOM is vLLM's or nothing shows vLLM got that far."""
-    sized = [
-        e.line
-        for e in attempt.events
-        if e.kind in _KV_SIZED and (e.kind != "available_kv_memory" or e.fields.get("kv_cache_gib", 0) > 0)
-    ]
-    if not sized:
+    sized = min(
+        (
+            e.line
+            for e in attempt.events
+            if e.kind in _KV_SIZED and (e.kind != "available_kv_memory" or e.fields.get("kv_cache_gib", 0) > 0)
+        ),
+        default=None,
+    )
+    if sized is None:
         return []
     block: list[Event] = []
     found: list[Event] = []
     for event in attempt.events:
-        if event.line < min(sized):
+        if event.line < sized:
             continue
         if event.kind == "traceback":
             block = [event]

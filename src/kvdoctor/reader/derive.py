@@ -20,6 +20,11 @@ def _v(facts: Facts, name: str) -> Any:
     return None if fact is None else fact.value
 
 
+def _first(facts: Facts, *names: str, default: float) -> float:
+    """The first of `names` that is known (the rules' coalesce)."""
+    return next((float(v) for v in (_v(facts, n) for n in names) if v is not None), default)
+
+
 def _put(facts: Facts, name: str, value: Any, source: str = "derived") -> None:
     if value is None or name in facts:
         return
@@ -66,7 +71,31 @@ def derive(facts: Facts) -> Facts:
     _safe_utilization(out)
     _tokens(out)
     _arithmetic(out)
+    _cotenant_loading(out)
+    _oom_past_weights(out)
     return out
+
+
+def _cotenant_loading(out: Facts) -> None:
+    """The start-up check runs before this instance loads anything: weights loaded in the same log
+    that match the memory found in use are another stage's or instance's, loading at the same time
+    (a multi-stage pipeline: round 4, 418). Known only where both figures are."""
+    weights, held = _v(out, "weights_gib"), _v(out, "other_process_gib")
+    if weights is not None and held is not None:
+        _put(out, "cotenant_loading", weights >= 1 and abs(weights - held) <= 0.25 * held)
+
+
+def _oom_past_weights(out: Facts) -> None:
+    """The OOMing process already held its whole fraction and a GiB more than the weights: its KV
+    cache was allocated, so the OOM came after them (Ascend: "55.91 GiB already allocated" at
+    0.85 × 60.96). An unknown weight counts as large, so the answer is always known."""
+    if "oom_phase" not in out:
+        return
+    held = _first(out, "oom_this_process_gib", "oom_allocated_gib", default=0.0)
+    total = _first(out, "oom_total_gib", default=1e6)
+    util = _first(out, "gpu_memory_utilization", default=0.9)
+    weights = _first(out, "weights_gib_estimate", default=1000.0)
+    _put(out, "oom_past_weights", held >= util * total and weights + 1 < held)
 
 
 # releases whose fraction charges other processes' memory to this instance (kv-math.md): a second

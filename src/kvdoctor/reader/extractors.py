@@ -958,8 +958,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
     ),
     Extractor(
         "gpu_name",
+        # every match names a card, so the names are the needles ("GPU " alone is on most vLLM lines)
         (
-            "GPU ",
             "A100",
             "H100",
             "H200",

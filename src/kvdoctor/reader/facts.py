@@ -122,6 +122,8 @@ KNOWN_FACTS = frozenset(
         "last_phase",
         "incomplete_at",
         "trainer_oom_file",
+        "cotenant_loading",
+        "oom_past_weights",
         # outcome
         "started",
         "failed",
