@@ -332,3 +332,41 @@ def test_a_traceback_cut_in_v1_graph_capture_is_read_from_its_code_line() -> Non
     )
     top = diagnose(log).diagnoses[0]
     assert (top.klass, top.phase, top.remedies[0].action) == ("cuda_oom", "cuda_graph_capture", "enforce_eager")
+
+
+def test_a_model_the_unnamed_card_barely_holds_leads_with_sharding_and_keeps_the_differential() -> None:
+    log = "\n".join(
+        [
+            "python -m fastchat.serve.vllm_worker --model-path /LLMs/Qwen-72B-Chat --tensor-parallel-size 4 --dtype bfloat16",
+            "ValueError: No available memory for the cache blocks.",
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert report.facts["model"] == "/LLMs/Qwen-72B-Chat"
+    assert report.primary is not None and report.primary.facts["smallest_card_gib"]["source"] == "estimate"
+    assert [r.action for r in top.remedies][:2] == ["increase_tensor_parallel_size", "free_gpu_memory"]
+    assert top.confidence == "low"
+    assert "an estimate" in top.explanation
+
+
+def test_a_small_model_on_an_unnamed_card_looks_at_the_card_first() -> None:
+    log = "\n".join(
+        [
+            'llm = LLM(model="Qwen/Qwen2.5-0.5B-Instruct")',
+            "ValueError: No available memory for the cache blocks.",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert top.remedies[0].action == "free_gpu_memory"
+
+
+def test_lm_eval_arguments_name_the_model_and_the_tensor_parallel_size() -> None:
+    line = (
+        "2024-10-28:11:14:30,770 INFO     [evaluator.py:201] Initializing vllm model, with arguments: "
+        "{'pretrained': '/models/meta-llama__Llama3.1-70B-Instruct', 'tensor_parallel_size': 2, "
+        "'dtype': 'auto', 'gpu_memory_utilization': 0.8}"
+    )
+    facts = diagnose(line).facts
+    assert facts["model"] == "/models/meta-llama__Llama3.1-70B-Instruct"
+    assert (facts["tensor_parallel_size"], facts["gpu_memory_utilization"]) == (2, 0.8)

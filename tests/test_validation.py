@@ -29,13 +29,10 @@ _spec.loader.exec_module(score)
 # The label rests on what the thread knows and the file does not show (or the thread chose one of
 # two fixes that both work). Keyed by file-name prefix.
 KNOWN_MISSES = {
-    "406-": "0.1-era '# GPU blocks: -1' with neither the card nor a printed weight: the differential leads",
     "411-": "a torch release-candidate regression held the memory: nothing in the log tells it from a co-tenant",
-    "413-": "70B weights printed, card size not: raising to 0.95 or sharding; the thread chose sharding",
     "414-": "an early-V1 dev build whose version the log does not print: the 1024-sequence default is unprovable",
     "415-": "0.6.4 charges co-tenants and a 0.5B model at 0.4: another process likelier; the maintainer said raise",
     "418-": "the co-tenant is another stage of the same pipeline; the fix was in the pipeline's code",
-    "419-": "a 7B model on a card the log does not name: the differential leads, not the weights",
     "421-": "kvcached's sharing patch was not installed: the log shows only a co-tenant",
     "504-": "the second process is named only in the thread",
     "505-": "a single OOM line naming other processes and no model: the thread knew the 72B model",
@@ -46,12 +43,12 @@ KNOWN_MISSES = {
     "702-": "TRL's colocated vLLM fails inside the trainer's traceback, cut before any OOM text",
     "703-": "the CPU backend's KV space: the one line pasted names neither the platform nor the env var",
     "704-": "a TPU compile reserving memory above the fraction; the log shows no step",
-    "707-": "27.5 GiB of weights on a 32 GiB vNPU whose total the log does not print; the issue offers both fixes",
+    "707-": "27.5 GiB of weights on a 32 GiB vNPU whose total the log does not print: read as the card too small; the issue offers both fixes",
     "709-": "a Ray retry left the previous attempt's fragmented HBM; only the thread's analysis says so",
     "718-": "an Ascend graph-capture bug that says 'Failed to apply for memory'; fixed by an upgrade",
     "720-": "kvcached's patch was not installed: the log shows only a co-tenant",
     "721-": "1.7 GiB held on a desktop card: lowering the fraction and closing the browser both work",
-    "813-": "QAnything computes the fraction from the card; the log shows neither",
+    "813-": "QAnything computes the fraction from the card; the log shows neither (a 7B model on an unnamed card reads as too large)",
     "901-": "a figureless no-KV at 0.9: the differential looks at the card; the maintainer suggested eager mode",
     "906-": "the benchmark was fixed by passing a fraction; the error's shorter length works too",
     "908-": "a capture OOM: eager mode and a lower fraction both fix it; the thread chose the fraction",
@@ -72,7 +69,6 @@ KNOWN_MISSES = {
     "1022-": "a tokenizer error from a transformers release: named as configuration, fixed in the environment",
     "1025-": "two containers on a T4 with no answer in the thread (need more info)",
     "1102-": "four instances on one NPU whose fractions were set as if they added up: lower them or free one",
-    "1110-": "a 72B model on 40 GB cards the log does not name: the differential looks at the card first",
 }
 
 

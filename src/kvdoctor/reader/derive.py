@@ -71,9 +71,30 @@ def derive(facts: Facts) -> Facts:
     _safe_utilization(out)
     _tokens(out)
     _arithmetic(out)
+    _smallest_card(out)
     _cotenant_loading(out)
     _oom_past_weights(out)
     return out
+
+
+def _smallest_card(out: Facts) -> None:
+    """Where the log names no card: the smallest catalog card that holds this attempt's weights per
+    GPU (printed, else estimated) with a GiB to spare, the card that explains a failure with the
+    fewest other assumptions. An estimate, and named as one."""
+    if "total_gpu_gib" in out:
+        return
+    weights = _v(out, "weights_gib")
+    if weights is None:
+        weights = _v(out, "weights_gib_estimate")
+    if weights is None or weights <= 0:
+        return
+    from kvdoctor.memory.catalog import gpus
+
+    fitting = [g for g in gpus() if g.total_gib >= weights + 1.0]
+    if fitting:
+        card = min(fitting, key=lambda g: g.total_gib)
+        _put(out, "smallest_card_gib", card.total_gib, source="estimate")
+        _put(out, "smallest_card_name", card.name, source="estimate")
 
 
 def _cotenant_loading(out: Facts) -> None:

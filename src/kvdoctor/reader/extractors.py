@@ -218,8 +218,16 @@ _KEYWORD = (
 )
 
 
+# the model a wrapper or a Python call names: LLM(model="lmsys/vicuna-7b-v1.3"), lm-eval's
+# {'pretrained': '/models/Llama3.1-70B-Instruct', …}, a JSON {"model": "…"}
+_MODEL_KEYWORD = r"""(?:\bLLM\(\s*|['"](?:pretrained|model)['"]\s*:\s*|\bmodel\s*=\s*)['"]([^'"\s]{3,})['"]"""
+
+
 def _keyword_settings(m: re.Match[str]) -> Fields:
     flags: dict[str, Any] = {}
+    model = re.search(_MODEL_KEYWORD, m.string)
+    if model is not None:
+        flags["model"] = model.group(1)
     for name, raw in re.findall(_KEYWORD, m.string):
         if raw in ("True", "False", "true", "false"):
             if name == "enforce_eager":
@@ -932,8 +940,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # "llm = LLM(model=..., gpu_memory_utilization=0.1, max_model_len=4096)"
     Extractor(
         "config_value",
-        tuple(_KEYWORD_SETTINGS),
-        _F(_KEYWORD),
+        (*_KEYWORD_SETTINGS, "LLM(model", "'pretrained'"),
+        _F(_KEYWORD + "|" + _MODEL_KEYWORD),
         _keyword_settings,
     ),
     # an exception quoted after other words (a ticket title: "vllm 跨主机启动失败 RuntimeError: NCCL error: …")

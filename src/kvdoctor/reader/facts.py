@@ -152,6 +152,8 @@ KNOWN_FACTS = frozenset(
         "min_total_gib_to_fit_by_raising",
         "default_seqs_1024_possible",
         "total_gpu_gib_basis",
+        "smallest_card_gib",
+        "smallest_card_name",
         "tp_size_that_fits",
         "weights_gib_int4",
         "weights_gib_fp8",

@@ -8,6 +8,7 @@ from typing import Any
 # flag (without dashes, '-' or '_') -> (fact name, type). Booleans take no value.
 FLAGS: dict[str, tuple[str, type]] = {
     "model": ("model", str),
+    "model_path": ("model", str),  # FastChat's vllm_worker
     "served_model_name": ("served_model_name", str),
     "dtype": ("dtype", str),
     "max_model_len": ("max_model_len", int),
