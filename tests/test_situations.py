@@ -370,3 +370,25 @@ def test_lm_eval_arguments_name_the_model_and_the_tensor_parallel_size() -> None
     facts = diagnose(line).facts
     assert facts["model"] == "/models/meta-llama__Llama3.1-70B-Instruct"
     assert (facts["tensor_parallel_size"], facts["gpu_memory_utilization"]) == (2, 0.8)
+
+
+def _max_len_failure(fits: int) -> str:
+    return (
+        "ValueError: The model's max seq len (8192) is larger than the maximum number of tokens that can be "
+        f"stored in KV cache ({fits}). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+        "when initializing the engine."
+    )
+
+
+def test_a_length_a_little_short_offers_the_fraction_as_the_second_way() -> None:
+    top = diagnose(_max_len_failure(7600)).diagnoses[0]
+    actions = [r.action for r in top.remedies]
+    assert actions[:2] == ["lower_max_model_len", "raise_gpu_memory_utilization"]
+    assert top.remedies[1].value == 0.95  # the fraction is vLLM's default 0.9: five points
+    assert "raise_gpu_memory_utilization" not in [a.action for a in top.avoid]
+
+
+def test_a_length_off_by_a_factor_warns_against_raising_the_fraction() -> None:
+    top = diagnose(_max_len_failure(4688)).diagnoses[0]
+    assert "raise_gpu_memory_utilization" not in [r.action for r in top.remedies]
+    assert "raise_gpu_memory_utilization" in [a.action for a in top.avoid]
