@@ -392,3 +392,23 @@ def test_a_length_off_by_a_factor_warns_against_raising_the_fraction() -> None:
     top = diagnose(_max_len_failure(4688)).diagnoses[0]
     assert "raise_gpu_memory_utilization" not in [r.action for r in top.remedies]
     assert "raise_gpu_memory_utilization" in [a.action for a in top.avoid]
+
+
+def test_a_fraction_lowered_to_share_the_card_leads_with_fitting_into_what_is_free() -> None:
+    line = (
+        "ValueError: Free memory on device (38.74/121.63 GiB) on startup is less than desired GPU memory "
+        "utilization (0.35, 42.57 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
+    )
+    top = diagnose(line).diagnoses[0]
+    assert [(r.action, r.value) for r in top.remedies] == [
+        ("lower_gpu_memory_utilization", 0.3),
+        ("free_gpu_memory", 82.89),
+    ]
+
+
+def test_the_default_fraction_with_memory_held_frees_the_card_first() -> None:
+    line = (
+        "ValueError: Free memory on device (22.65/79.18 GiB) on startup is less than desired GPU memory "
+        "utilization (0.9, 71.26 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
+    )
+    assert diagnose(line).diagnoses[0].remedies[0].action == "free_gpu_memory"

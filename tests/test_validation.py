@@ -63,7 +63,6 @@ KNOWN_MISSES = {
     "1008-": "ranks 13.8 GiB apart from a stale flash-attn's wrong estimate, read as a shared GPU (medium)",
     "1012-": "a 74 GiB allocation from a missing flash-attn: the allocation is named, the missing package is not",
     "1016-": "a capture OOM with no answer in the thread (need more info)",
-    "1017-": "a unified-memory box whose OS holds the memory: freeing it or lowering the fraction",
     "1020-": "an XPU's small negative KV budget: the thread chose a shorter length over a higher fraction",
     "1021-": "a FlashInfer autotune OOM warning it recovered from; the log stops in the capture",
     "1022-": "a tokenizer error from a transformers release: named as configuration, fixed in the environment",
