@@ -412,3 +412,103 @@ def test_the_default_fraction_with_memory_held_frees_the_card_first() -> None:
         "utilization (0.9, 71.26 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
     )
     assert diagnose(line).diagnoses[0].remedies[0].action == "free_gpu_memory"
+
+
+_BLOCKS = "INFO 01-23 07:34:26 gpu_executor.py:122] # GPU blocks: 11836, # CPU blocks: 4681"
+
+
+def test_killed_on_unified_memory_lowers_the_fraction_first() -> None:
+    report = diagnose("\n".join(["# running on a Jetson Orin NX 16G", _BLOCKS, "Killed"]))
+    top = report.diagnoses[0]
+    assert (report.verdict, top.rule) == ("other", "other-process-killed")
+    assert [(r.action, r.value) for r in top.remedies][0] == ("lower_gpu_memory_utilization", 0.7)
+    assert "Jetson" in top.explanation
+
+
+def test_killed_on_a_discrete_card_asks_for_host_ram_first() -> None:
+    log = "\n".join(
+        [_BLOCKS, "bash: line 1:  4242 Killed                  python -m vllm.entrypoints.openai.api_server"]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert top.remedies[0].action == "fix_environment"
+    assert "raise_gpu_memory_utilization" in [a.action for a in top.avoid]
+
+
+def test_a_word_killed_in_prose_is_not_a_kill() -> None:
+    assert diagnose("\n".join([_BLOCKS, "Killed the old server first, then restarted"])).verdict == "healthy"
+
+
+def test_the_cpu_backend_node_check_sizes_the_kv_space_from_what_is_free() -> None:
+    line = (
+        "(Worker pid=1671) ERROR 06-09 16:29:44 [multiproc_executor.py:987] ValueError: Available memory on node 0 "
+        "(149.11/692.65 GiB) on kv cache allocation is less than requested memory for kv (206.54/207.8 GiB). "
+        "Reduce CPU memory used by other processes."
+    )
+    report = diagnose(line)
+    top = report.diagnoses[0]
+    assert report.verdict == "insufficient_free_memory_at_startup"
+    assert (top.remedies[0].action, top.remedies[0].value) == ("lower_gpu_memory_utilization", 119)
+    assert "VLLM_CPU_KVCACHE_SPACE=119" in top.remedies[0].text
+
+
+_V1_KV = "(EngineCore_DP0 pid=68) INFO 05-09 02:50:27 [kv_cache_utils.py:639] GPU KV cache size: 3,292,896 tokens"
+
+
+def _frames(*functions: str) -> list[str]:
+    return [
+        f'  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 1, in {f}' for f in functions
+    ]
+
+
+def test_a_failure_inside_the_engine_step_loop_is_after_start_up() -> None:
+    log = "\n".join(
+        [
+            _V1_KV,
+            "Traceback (most recent call last):",
+            *_frames("run_engine_core", "run_busy_loop", "_process_engine_step"),
+        ]
+    )
+    report = diagnose(log)
+    assert report.verdict == "healthy"
+    assert "request-time failure" in report.diagnoses[0].explanation
+
+
+def test_a_traceback_cut_in_set_device_is_the_driver_not_memory() -> None:
+    log = "\n".join(
+        [
+            "(EngineCore_DP0 pid=68) ERROR 02-06 16:34:06 [core.py:936] Traceback (most recent call last):",
+            '(EngineCore_DP0 pid=68) ERROR 02-06 16:34:06 [core.py:936] File "/opt/vllm/vllm/v1/worker/gpu_worker.py", line 209, in init_device',
+            '(EngineCore_DP0 pid=68) ERROR 02-06 16:34:06 [core.py:936] File "/opt/vllm/lib/python3.12/site-packages/torch/cuda/__init__.py", line 567, in set_device',
+        ]
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_environment")
+
+
+def test_an_oom_in_flashinfer_sampling_is_the_sampler_step() -> None:
+    log = "\n".join(
+        [
+            "(Worker_TP2 pid=262) INFO 10-29 19:57:20 [gpu_model_runner.py:3480] Graph capturing finished in 28 secs, took 1.88 GiB",
+            '(Worker_TP2 pid=262) ERROR 10-29 19:57:21 [multiproc_executor.py:671]   File "/usr/local/lib/python3.12/dist-packages/flashinfer/sampling.py", line 981, in top_k_top_p_sampling_from_logits',
+            "(Worker_TP2 pid=262) ERROR 10-29 19:57:21 [multiproc_executor.py:671] torch.OutOfMemoryError: CUDA out of memory. "
+            "Tried to allocate 150.00 MiB. GPU 2 has a total capacity of 23.52 GiB of which 11.69 MiB is free.",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.phase, top.remedies[0].action) == ("sampler_warmup", "reduce_max_num_seqs")
+
+
+def test_an_oom_at_a_fraction_above_the_ceiling_lowers_it_whatever_the_step() -> None:
+    log = "\n".join(
+        [
+            "vllm serve /models/MiniCPM-V-2_6 --max-model-len 2048 --gpu_memory_utilization 1",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of "
+            "22.18 GiB of which 3.47 GiB is free. Process 8007 has 18.71 GiB memory in use.",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.rule, top.remedies[0].action, top.remedies[0].value) == (
+        "cuda-oom-fraction-above-ceiling",
+        "lower_gpu_memory_utilization",
+        0.9,
+    )

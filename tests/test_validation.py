@@ -53,7 +53,6 @@ KNOWN_MISSES = {
     "906-": "the benchmark was fixed by passing a fraction; the error's shorter length works too",
     "908-": "a capture OOM: eager mode and a lower fraction both fix it; the thread chose the fraction",
     "909-": "a sampler OOM: the thread offers a lower fraction or --max-num-seqs 512",
-    "910-": "other processes hold the card: sharing it (lower fraction) or freeing it; the maintainer said free",
     "919-": "cut to the engine's init frames: no step is named",
     "923-": "labelled a hardware request (need more info)",
     "924-": "labelled need more info; the figures show 22 GiB held by something else",
@@ -68,6 +67,12 @@ KNOWN_MISSES = {
     "1022-": "a tokenizer error from a transformers release: named as configuration, fixed in the environment",
     "1025-": "two containers on a T4 with no answer in the thread (need more info)",
     "1102-": "four instances on one NPU whose fractions were set as if they added up: lower them or free one",
+    "802-": "16 GiB held by others at vLLM's default fraction: read as unplanned (free first); the label chose sharing",
+    "1204-": "a max-len failure off by 2x on 2xA100: the thread raised the fraction; the error asks for a shorter length",
+    "1207-": "two backend notice lines and no outcome: kvdoctor says it cannot tell",
+    "1306-": "the posted command is the working TP4 one; the failing PP run's layout is only in the prose",
+    "1307-": "the traceback stops in the KV set-up with no message: a failure, read as unrecognised (label: unknown)",
+    "1308-": "a figureless free-memory error from verl's async rollout: the fix was verl's own configuration",
 }
 
 

@@ -284,7 +284,8 @@ def _figure_facts(sink: _FactSink, event: Event) -> None:
 
 
 _PHASE_FRAMES = (
-    ("sampler_warmup", ("_dummy_sampler_run", "_dummy_pooler_run", "v1/sample/")),
+    # (FlashInfer's sampling kernels run in the sampler: a frame there is the sampler's step)
+    ("sampler_warmup", ("_dummy_sampler_run", "_dummy_pooler_run", "v1/sample/", "flashinfer/sampling.py")),
     # 0.11+: DeepGEMM / FlashInfer kernels are warmed up after the KV cache is allocated
     ("kernel_warmup", ("deep_gemm_warmup", "kernel_warmup", "flashinfer_autotune", "_warmup_kernels")),
     (
@@ -554,6 +555,12 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
     # serving, unless something fatal came after it (uvicorn's "Application startup complete"
     # precedes the port bind, corpus val-other 006)
     started = bool(serving) and not any(e.line > serving[-1].line for e in fatal)
+    at_work = [e for e in fatal if e.kind == "frame" and e.fields.get("function") in _BUSY_LOOP]
+    if at_work and not started and _sized_kv(attempt):
+        # the traceback runs through the engine's step loop: start-up was over and the engine was
+        # serving a request when it failed (a request-time error, round 9)
+        started = True
+        sink.put("failed_while_serving", at_work[0].fields["function"], at_work[0], rank=3)
     sink.put("started", started, None, rank=1, source="derived", derived=True)
     sink.put("failed", bool(fatal), None, rank=1, source="derived", derived=True)
     reached = sink.facts.get("last_phase")
@@ -658,6 +665,14 @@ def _is_wrapper(event: Event) -> bool:
     return any(w in message for w in _WRAPPER_MESSAGES)
 
 
+# V1's engine-core loop: a frame here means the engine was stepping requests, past start-up
+_BUSY_LOOP = frozenset({"run_busy_loop", "_process_engine_step", "step_with_batch_queue"})
+
+
+def _sized_kv(attempt: Attempt) -> bool:
+    return any(attempt.has(k) for k in ("gpu_blocks", "available_kv_memory", "kv_cache_size"))
+
+
 def attempt_facts(attempt: Attempt) -> Facts:
     sink = _FactSink()
     for event in attempt.events:
@@ -678,6 +693,8 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("gpu_name", device["name"], event, rank=2)
             if device.get("total_gib"):
                 sink.put("total_gpu_gib", round(device["total_gib"], 2), event, rank=0)
+        elif event.kind == "unified_memory":
+            sink.put("unified_memory_device", event.fields["device"], event, rank=1)
         elif event.kind == "logo_model" or (event.kind == "version" and "model" in event.fields):
             sink.put("model", event.fields["model"], event, rank=2)
         else:

@@ -486,6 +486,24 @@ def _F(source: str) -> str:
 
 
 EXTRACTORS: tuple[Extractor, ...] = (
+    # the OS killed the process (the kernel's OOM killer, a container's memory limit): the shell's
+    # "Killed" (bash: "line 1:  4242 Killed  python …"), Kubernetes' OOMKilled, exit code 137
+    Extractor(
+        "process_killed",
+        ("Killed", "exit code 137", "exited with code 137", "exit code: 137"),
+        _F(
+            r"(?:^|\|)\s*(?:[\w./-]+: line \d+:\s+\d+\s+)?Killed(?::? 9)?(?:\s+(?:python|vllm|\$).*)?\s*$"
+            r"|\bOOMKilled\b|\bexit(?:ed with)? code:? 137\b"
+        ),
+        _nothing,
+    ),
+    # a device whose GPU memory is the host's RAM: the fraction takes from what the OS needs
+    Extractor(
+        "unified_memory",
+        ("Jetson", "Orin", "GB10", "DGX Spark", "Thor", "Strix Halo", "gfx1151", "nified memory", "nified CPU/GPU"),
+        _F(r"(?i)\b(Jetson|Orin|GB10|DGX Spark|Jetson Thor|Strix Halo|gfx1151|unified (?:CPU/GPU )?memory)\b"),
+        lambda m: {"device": m.group(1)},
+    ),
     # §2 banner / version / args
     Extractor(
         "engine_banner",
@@ -648,6 +666,28 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"utilization \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)"
         ),
         _free_error,
+    ),
+    # the CPU backend's checks (0.20+): host RAM on a NUMA node, sized by VLLM_CPU_KVCACHE_SPACE or,
+    # unset, by the fraction of the node's TOTAL memory ("Available memory on node 0 (149.11/692.65
+    # GiB) on kv cache allocation is less than requested memory for kv (206.54/207.8 GiB)")
+    Extractor(
+        "free_memory_error",
+        ("Available memory on node",),
+        _F(
+            r"Available memory on (node \d+) \((-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) on "
+            r"(?:startup is less than desired CPU memory utilization \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)"
+            r"|kv cache allocation is less than requested memory for kv \((\d+(?:\.\d+)?)/)"
+        ),
+        lambda m: {
+            "device": m.group(1),
+            "free_gpu_gib_at_startup": _g(m, 2),
+            "total_gpu_gib": _g(m, 3),
+            **({"gpu_memory_utilization": _g(m, 4)} if m.group(4) else {}),
+            "requested_gib": _g(m, 5) if m.group(5) else _g(m, 6),
+        },
+    ),
+    Extractor(
+        "platform", ("Available memory on node",), _F(r"Available memory on node \d+ \("), lambda m: {"platform": "cpu"}
     ),
     # the check paraphrased in a ticket or a PR ("Free memory on cuda:0 (38.74/121.63 GiB) < desired
     # utilization (0.35, 42.57 GiB)")

@@ -153,6 +153,8 @@ KNOWN_FACTS = frozenset(
         "default_seqs_1024_possible",
         "total_gpu_gib_basis",
         "smallest_card_gib",
+        "unified_memory_device",
+        "failed_while_serving",
         "smallest_card_name",
         "tp_size_that_fits",
         "weights_gib_int4",
