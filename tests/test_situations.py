@@ -388,10 +388,18 @@ def test_a_length_a_little_short_offers_the_fraction_as_the_second_way() -> None
     assert "raise_gpu_memory_utilization" not in [a.action for a in top.avoid]
 
 
-def test_a_length_off_by_a_factor_warns_against_raising_the_fraction() -> None:
-    top = diagnose(_max_len_failure(4688)).diagnoses[0]
+def test_a_length_off_by_a_factor_at_a_printed_fraction_warns_against_raising_it() -> None:
+    log = "$ vllm serve m --gpu-memory-utilization 0.9\n" + _max_len_failure(4688)
+    top = diagnose(log).diagnoses[0]
     assert "raise_gpu_memory_utilization" not in [r.action for r in top.remedies]
     assert "raise_gpu_memory_utilization" in [a.action for a in top.avoid]
+
+
+def test_a_fraction_the_log_does_not_show_may_have_been_set_low_by_a_launcher() -> None:
+    top = diagnose(_max_len_failure(4688)).diagnoses[0]
+    assert [r.action for r in top.remedies][:2] == ["lower_max_model_len", "raise_gpu_memory_utilization"]
+    assert "launcher" in top.remedies[1].text
+    assert "raise_gpu_memory_utilization" not in [a.action for a in top.avoid]
 
 
 def test_a_fraction_lowered_to_share_the_card_leads_with_fitting_into_what_is_free() -> None:
