@@ -163,8 +163,46 @@ def test_no_color_env_and_empty_input(capsys: pytest.CaptureFixture[str]) -> Non
         check=False,
         env={"NO_COLOR": "1", "PATH": "/usr/bin"},
     )
-    assert proc.returncode == 0
+    assert proc.returncode == 2  # nothing to gate on is a usage error, said on one line
     assert b"No vLLM start-up found" in proc.stdout and b"\x1b[" not in proc.stdout
+    assert proc.stderr.decode().count("\n") == 1 and "stdin: no vLLM start-up lines found" in proc.stderr.decode()
+
+
+def test_every_file_is_diagnosed_and_several_in_json_are_json_lines(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    good = ROOT / "examples" / "max-model-len-too-large.log"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kvdoctor",
+            "diagnose",
+            str(tmp_path / "missing.log"),
+            str(empty),
+            str(good),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2  # the worst of: a missing file, an empty one, a finding
+    lines = proc.stdout.splitlines()
+    assert [json.loads(line)["verdict"] for line in lines] == ["unknown", "max_model_len_too_large"]
+    errors = proc.stderr.splitlines()
+    assert len(errors) == 2 and "missing.log: no such file" in errors[0] and "empty.log: no vLLM" in errors[1]
+
+
+def test_a_corrupt_gzip_is_a_usage_error_that_keeps_what_was_read(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.log.gz"
+    bad.write_bytes(b"\x1f\x8bgarbage")
+    proc = subprocess.run(
+        [sys.executable, "-m", "kvdoctor", "diagnose", str(bad)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 2
+    assert "bad.log.gz: read error after partial input" in proc.stderr and "copy or download" in proc.stderr
 
 
 SMI = ROOT / "tests" / "fixtures" / "nvidia-smi"
@@ -227,3 +265,29 @@ def test_unreadable_probe_file_is_one_line(tmp_path: Path, capsys: pytest.Captur
     )
     err = capsys.readouterr().err.strip()
     assert err.startswith("kvdoctor: ") and "\n" not in err
+
+
+def test_an_unknown_event_kind_is_a_usage_error() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kvdoctor",
+            "events",
+            "--kind",
+            "nosuchkind",
+            str(ROOT / "examples" / "max-model-len-too-large.log"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2 and "unknown --kind nosuchkind" in proc.stderr and proc.stdout == ""
+
+
+def test_the_python_api_refuses_a_file_name_given_as_text() -> None:
+    import kvdoctor
+
+    with pytest.raises(ValueError, match=r"pass Path\('vllm.log'\)"):
+        kvdoctor.diagnose("vllm.log")
+    assert kvdoctor.diagnose("ValueError: No available memory for the cache blocks.").verdict == "no_cache_blocks"

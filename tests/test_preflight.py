@@ -222,3 +222,15 @@ def test_command_model_too_large_for_the_budget(capsys: pytest.CaptureFixture[st
     data = json.loads(capsys.readouterr().out)
     assert data["required_gib"] > 100
     assert data["reason"].startswith("0.50 × total gives 39.82 GiB but the model needs ")
+
+
+def test_the_command_the_reports_print_runs_as_printed() -> None:
+    """free-memory-at-startup-held tells the user `kvdoctor preflight --wait 120`: it must parse."""
+    import argparse
+
+    from kvdoctor.commands import preflight
+
+    parser = argparse.ArgumentParser()
+    preflight.add_arguments(parser)
+    args = parser.parse_args(["--wait", "120"])
+    assert args.gpu_memory_utilization == 0.9

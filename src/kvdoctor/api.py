@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,17 @@ from kvdoctor.reader.pipeline import Analysis, analyse_lines
 Source = str | bytes | Path | Iterable[str]
 
 
+# the note a report carries when its input holds no vLLM start-up at all (the CLI exits 2 on it)
+NO_STARTUP_NOTE = "no vLLM start-up lines found: is this the log of the vLLM server (stdout and stderr)?"
+
+_PATH_LIKE = re.compile(r"^[\w.~/\\:-]+\.(?:log|txt|out|err|gz|jsonl?)$|^[\w.~-]*/[\w./~-]+$")
+
+
+def _looks_like_a_path(text: str) -> bool:
+    """One short token with no newline that reads as a file name ("vllm.log", "/var/log/x")."""
+    return "\n" not in text and len(text) < 4096 and _PATH_LIKE.match(text.strip()) is not None
+
+
 def _raw_lines(source: Source) -> tuple[str, Iterable[bytes | str | tuple[int, bytes]]]:
     """A Path (or "-" for stdin) is read as a file; str and bytes are the log itself. A str is
     never taken as a path: text from a user (HTTP, Slack) must not open server files."""
@@ -27,6 +39,11 @@ def _raw_lines(source: Source) -> tuple[str, Iterable[bytes | str | tuple[int, b
 
         return "<bytes>", iter_sparse_lines(_maybe_gunzip(io.BytesIO(source)))
     if isinstance(source, str):
+        if _looks_like_a_path(source):
+            raise ValueError(
+                f"diagnose({source!r}): a str is read as log text, and this one looks like a file name; "
+                f"pass Path({source!r}) to read the file"
+            )
         return "<text>", iter_sparse_lines(io.BytesIO(source.encode("utf-8", "replace")))
     return "<lines>", (line.rstrip("\n") for line in source)
 
@@ -168,6 +185,6 @@ def report_for(
                 live,
             )
         )
-    if not any(a.events for a in analysis.attempts):
-        notes.append("no vLLM start-up lines found: is this the log of the vLLM server (stdout and stderr)?")
+    if not any(a.events for a in analysis.attempts) or all(a.inconclusive for a in attempts):
+        notes.append(NO_STARTUP_NOTE)
     return Report(analysis.source, attempts, tuple(notes), lang, probe_record)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from kvdoctor.api import diagnose
+from kvdoctor.api import NO_STARTUP_NOTE, diagnose
 from kvdoctor.commands._common import (
     InputError,
     add_input,
@@ -18,6 +19,7 @@ from kvdoctor.commands._common import (
     pick_lang,
     use_color,
 )
+from kvdoctor.diagnosis.report import Report
 from kvdoctor.diagnosis.rules import RuleLoadError, rules_for
 from kvdoctor.exitcodes import EXIT_USAGE
 from kvdoctor.render import FORMATS, render
@@ -66,12 +68,40 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     worst = 0
     color = use_color() and args.format == "text"
+    several = len(args.files) > 1
     for path in args.files:
         try:
             report = diagnose(path if path == "-" else Path(path), rules=rules, probe=probe, lang=lang, name=path)
         except InputError as exc:
-            error(str(exc))
-            return EXIT_USAGE
-        sys.stdout.write(render(report, args.format, lang=lang, color=color))
+            error(str(exc))  # this file is reported and skipped; the others are still diagnosed
+            worst = max(worst, EXIT_USAGE)
+            continue
+        if several and args.format == "json":
+            # one report per line (JSON lines), so a consumer can split them
+            sys.stdout.write(json.dumps(report.as_records(), ensure_ascii=False) + "\n")
+        else:
+            if several and args.format == "text":
+                sys.stdout.write(f"== {path}\n")
+            sys.stdout.write(render(report, args.format, lang=lang, color=color))
+        problem = input_problem(report, path)
+        if problem is not None:
+            error(problem)
+            worst = max(worst, EXIT_USAGE)
+            continue
         worst = max(worst, report.exit_code(args.fail_on))
     return worst
+
+
+def input_problem(report: Report, path: str) -> str | None:
+    """A one-line error when the input was not a vLLM log one can gate on: unreadable past some
+    point, empty, or without any vLLM start-up line (the report is still printed)."""
+    name = "stdin" if path == "-" else path
+    for note in report.notes:
+        if note.startswith(f"{report.source}: read error"):
+            return f"{name}: {note.split(': ', 1)[1]}; copy or download the file again"
+    if NO_STARTUP_NOTE in report.notes:
+        return (
+            f"{name}: no vLLM start-up lines found; pass the vLLM server's own output "
+            "(`vllm serve … 2>&1 | tee vllm.log`)"
+        )
+    return None

@@ -19,6 +19,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     kinds = set(args.kind or [])
+    from kvdoctor.reader.extractors import EXTRACTORS
+
+    known = {e.kind for e in EXTRACTORS} | {"serving", "nvidia_smi"}
+    unknown = sorted(kinds - known)
+    if unknown:
+        error(f"events: unknown --kind {', '.join(unknown)}; known kinds: {', '.join(sorted(known))}")
+        return EXIT_USAGE
     out = sys.stdout
     try:
         for event in iter_events(normalise(raw_lines(args.files)), smi_reader()):

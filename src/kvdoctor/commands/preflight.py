@@ -25,6 +25,7 @@ from typing import Any
 
 from kvdoctor.commands.probe import what_to_do
 from kvdoctor.exitcodes import EXIT_FINDING, EXIT_OK, EXIT_USAGE
+from kvdoctor.live.fixcmd import DEFAULT_UTILIZATION
 from kvdoctor.probe import FileProbe, GpuProbe, NvmlProbe, ProbeError, snapshot_to_dict
 from kvdoctor.probe.snapshot import Device, Process, Snapshot
 
@@ -209,9 +210,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gpu-memory-utilization",
         type=float,
-        required=True,
+        default=DEFAULT_UTILIZATION,
         metavar="U",
-        help="the fraction you will pass to vllm serve",
+        help=f"the fraction you will pass to vllm serve (default {DEFAULT_UTILIZATION}, vLLM's, as `run --preflight`)",
     )
     add_wait_arguments(
         parser,

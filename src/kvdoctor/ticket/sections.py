@@ -330,7 +330,10 @@ def _moved_check(check: Check, end: int, delta: int) -> Check:
 
 
 def find_logs(ticket: Ticket, *, rules: Sequence[Rule] | None, lang: str, where: str) -> tuple[LogFinding, ...]:
-    reports = [(b, diagnose(b.text, rules=rules, lang=lang, name=f"{where}:{b.line}")) for b in ticket.blocks]
+    reports = [
+        (b, diagnose(b.text.encode("utf-8", "replace"), rules=rules, lang=lang, name=f"{where}:{b.line}"))
+        for b in ticket.blocks
+    ]
     logs = [(b, r) for b, r in reports if is_log(r)]
     smi = next(
         (parse_smi_text(b.text) for b, r in reports if not is_log(r) and parse_smi_text(b.text) is not None),
@@ -341,7 +344,9 @@ def find_logs(ticket: Ticket, *, rules: Sequence[Rule] | None, lang: str, where:
         logs = [
             (
                 b,
-                diagnose(b.text, rules=rules, lang=lang, probe=smi, name=f"{where}:{b.line}") if r.probe is None else r,
+                diagnose(b.text.encode("utf-8", "replace"), rules=rules, lang=lang, probe=smi, name=f"{where}:{b.line}")
+                if r.probe is None
+                else r,
             )
             for b, r in logs
         ]
