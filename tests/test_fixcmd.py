@@ -97,17 +97,13 @@ def test_repeated_and_negated_flags_collapse_into_one() -> None:
     assert corrected(argv, ("reduce_max_num_seqs", 64)) == ("vllm serve m --no-enforce-eager --max-num-seqs 64")
 
 
-def test_the_first_expressible_remedy_wins() -> None:
+def test_only_the_primary_remedy_becomes_a_command() -> None:
+    """A weak later remedy (eager mode after 'free the GPU') is never promoted to the fix (issue 17)."""
     argv = ["vllm", "serve", "m"]
-    result = correct_argv(
-        argv,
-        [
-            Remedy("free_gpu_memory", "", 68.0),
-            Remedy("raise_gpu_memory_utilization", "", None),
-            Remedy("enforce_eager", "", None),
-            Remedy("reduce_max_num_seqs", "", 128),
-        ],
-    )
+    later = [Remedy("raise_gpu_memory_utilization", "", None), Remedy("enforce_eager", "", None)]
+    assert correct_argv(argv, [Remedy("free_gpu_memory", "", 68.0), *later]) is None
+    assert correct_argv(argv, [Remedy("increase_tensor_parallel_size", "", None), *later]) is None  # no value
+    result = correct_argv(argv, [Remedy("enforce_eager", "", None), Remedy("reduce_max_num_seqs", "", 128)])
     assert result is not None
     assert (result.action, result.flag, result.value) == ("enforce_eager", "--enforce-eager", None)
     assert result.argv == ("vllm", "serve", "m", "--enforce-eager")

@@ -138,12 +138,15 @@ def _setting(name: str, inline: bool, spec: FlagSpec, value: str | None) -> list
 
 
 def correct_argv(argv: Sequence[str], remedies: Iterable[Remedy]) -> Correction | None:
-    """The command line with the first remedy that is one flag change applied, or None."""
+    """The command line with the primary remedy applied, when it is one flag change that carries
+    its value; else None. A later remedy is never promoted: the list is ordered by how well each
+    one fits the figures, and the third ("helps only when the shortfall is small") is no fix."""
     current = parse_vllm_argv(list(argv))
-    for remedy in remedies:
-        change = flag_value(remedy.action, remedy.value, current)
-        if change is None:
-            continue
-        spec, value = change
-        return Correction(remedy.action, spec.flag, value, tuple(apply_flag(argv, spec, value)))
-    return None
+    primary = next(iter(remedies), None)
+    if primary is None:
+        return None
+    change = flag_value(primary.action, primary.value, current)
+    if change is None:
+        return None
+    spec, value = change
+    return Correction(primary.action, spec.flag, value, tuple(apply_flag(argv, spec, value)))

@@ -1,9 +1,11 @@
-"""Live diagnosis of a stream (`kvdoctor watch`, `kvdoctor run`): lines in, reports out as soon as
-an attempt's outcome is known, in memory bounded by one attempt's events."""
+"""Live diagnosis of a stream (`kvdoctor watch`, `kvdoctor run`): lines in, one report per
+start-up out once its outcome is decided (a quiet interval, the next start-up, or EOF), in memory
+bounded by one attempt's events."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from kvdoctor.api import report_for
@@ -34,6 +36,7 @@ class LiveDiagnoser:
         self._number = 0
         self._attempt = Attempt(0)
         self._announced: tuple[str, str] | None = None  # (verdict, rule) last reported
+        self._announced_line = 0  # the input line at which it was reported
         self._pending = False
         self._finished: list[Report] = []
 
@@ -48,34 +51,58 @@ class LiveDiagnoser:
         return out
 
     def flush(self) -> list[Report]:
-        """Process a line held back for joining (call it when the stream goes quiet)."""
+        """The stream went quiet: process a line held back for joining, and report the attempt if
+        its outcome changed since the last report (a quiet interval is when an outcome settles)."""
         out: list[Report] = []
         for line in self._joiner.flush():
             out.extend(self._take(line))
+        out.extend(self._settle())
         return out
 
     def close(self) -> Report:
-        self.flush()
-        return self._report()
+        for line in self._joiner.flush():
+            self._take(line)
+        self._pending = False
+        return self._marked(self._report())
 
     def _take(self, line: Line) -> list[Report]:
         out: list[Report] = []
         for event in extract(line):
             if event.kind in START_KINDS and self._attempt.progressed():
+                out.extend(self._settle())  # the next start-up began: the previous one is decided
                 self._attempt = Attempt(self._attempt.index + 1)
                 self._announced = None
             if len(self._attempt.events) < MAX_EVENTS:
                 self._attempt.events.append(event)
-            if event.kind in DECISIVE:
-                self._pending = True
-        if self._pending:
-            self._pending = False
-            report = self._report()
-            key = (report.verdict, report.diagnoses[0].rule if report.diagnoses else "")
-            if key != self._announced and report.diagnoses:
-                self._announced = key
-                out.append(report)
+            if event.kind in DECISIVE or self._announced is not None:
+                self._pending = True  # (after a report, any new figure may change it)
         return out
+
+    def _settle(self) -> list[Report]:
+        """One report per decided outcome: never a first guess from the line that a traceback's
+        later lines overturn (the report waits for a quiet interval, the next start-up or EOF)."""
+        if not self._pending:
+            return []
+        self._pending = False
+        report = self._report()
+        key = (report.verdict, report.diagnoses[0].rule if report.diagnoses else "")
+        if key == self._announced or not report.diagnoses:
+            return []
+        report = self._marked(report)
+        self._announced, self._announced_line = key, self._number
+        return [report]
+
+    def _marked(self, report: Report) -> Report:
+        """A report that changes an earlier one for the same start-up says which it supersedes."""
+        key = (report.verdict, report.diagnoses[0].rule if report.diagnoses else "")
+        if self._announced is None or key == self._announced:
+            return report
+        verdict, rule = self._announced
+        note = (
+            f"supersedes the report for this start-up at line {self._announced_line} "
+            f"({verdict}, rule {rule}): the lines since then changed the diagnosis"
+        )
+        return replace(report, notes=(*report.notes, note))
 
     def _report(self) -> Report:
         analysis = Analysis(self._source, (finish_attempt(self._attempt),))
