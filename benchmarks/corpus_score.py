@@ -73,7 +73,8 @@ def opposite(label: dict[str, Any], action: str | None) -> bool:
         return True
     if action == "lower_gpu_memory_utilization" and klass == "max_model_len_too_large":
         return True
-    return action == "lower_max_model_len" and klass == "no_cache_blocks"
+    # (a shorter length is right for zero blocks only where the profiling batch follows it: V0)
+    return action == "lower_max_model_len" and klass == "no_cache_blocks" and sub != "d"
 
 
 @dataclass

@@ -520,3 +520,79 @@ def test_an_oom_at_a_fraction_above_the_ceiling_lowers_it_whatever_the_step() ->
         "lower_gpu_memory_utilization",
         0.9,
     )
+
+
+def test_v0_profiles_a_batch_of_max_model_len_so_a_shorter_length_shrinks_the_peak() -> None:
+    log = "\n".join(
+        [
+            "INFO 09-02 03:36:40 llm_engine.py:184] Initializing an LLM engine (v0.5.5) with config: model='Qwen/Qwen2-VL-7B-Instruct', "
+            "dtype=torch.bfloat16, max_seq_len=32768, tensor_parallel_size=1, enable_prefix_caching=False)",
+            "INFO 09-02 03:37:01 model_runner.py:890] Loading model weights took 15.5083 GB",
+            "INFO 09-02 03:37:07 worker.py:240] Memory profiling takes 5.17 seconds",
+            "INFO 09-02 03:37:07 worker.py:240] the current vLLM instance can use total_gpu_memory (23.64GiB) x gpu_memory_utilization (0.90) = 21.28GiB",
+            "INFO 09-02 03:37:07 worker.py:240] model weights take 15.51GiB; non_torch_memory takes 0.20GiB; PyTorch activation peak memory takes 6.40GiB; the rest of the memory reserved for KV Cache is -0.83GiB.",
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert top.remedies[0].action == "lower_max_model_len"
+    assert "lower_max_model_len" not in [a.action for a in top.avoid]
+    assert "reduce_max_num_batched_tokens" not in [r.action for r in top.remedies]  # V0 refuses it below the length
+
+
+def test_a_container_without_a_gpu_is_the_environment() -> None:
+    log = "\n".join(
+        [
+            "DEBUG 10-01 12:03:47 [__init__.py:93] CUDA platform is not available because: NVML Shared Library Not Found",
+            "INFO 10-01 13:17:36 [__init__.py:243] No platform detected, vLLM is running on UnspecifiedPlatform",
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (report.verdict, top.rule, top.remedies[0].action) == ("other", "other-no-gpu-visible", "fix_environment")
+    assert "NVML Shared Library Not Found" in top.explanation
+
+
+def test_a_retyped_max_len_error_without_its_figure_is_still_the_length() -> None:
+    line = (
+        "ValueError : the model's max seq len (32768) is larger than the maxinum number of tokens that can be "
+        "stored in KV cache, Try increasing 'gpu_memory_utilization' or decreasing 'max_model_len'"
+    )
+    report = diagnose(line)
+    assert (report.verdict, report.facts["max_model_len"]) == ("max_model_len_too_large", 32768)
+
+
+def test_the_v1_kv_check_quoted_without_its_first_clause_keeps_its_figures() -> None:
+    report = diagnose("ValueError: 1.75 GiB KV cache is needed, available 0.13 GiB")
+    assert report.verdict == "max_model_len_too_large"
+    assert (report.facts["needed_kv_gib"], report.facts["kv_cache_gib"]) == (1.75, 0.13)
+
+
+def test_a_free_memory_title_cut_after_the_fraction_keeps_its_figures() -> None:
+    line = "free memory on device cuda:0 (46.95/79.18 GiB) on startup is less than desired GPU memory utilization (0.6,"
+    facts = diagnose(line).facts
+    assert (facts["free_gpu_gib_at_startup"], facts["total_gpu_gib"], facts["gpu_memory_utilization"]) == (
+        46.95,
+        79.18,
+        0.6,
+    )
+
+
+def test_v0_error_in_model_execution_at_start_up_is_the_profiling_pass() -> None:
+    line = (
+        "[rank0]: torch.OutOfMemoryError: Error in model execution (input dumped to /tmp/err.pkl): CUDA out of memory. "
+        "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.69 GiB of which 979.69 MiB is free."
+    )
+    assert diagnose(line).diagnoses[0].phase == "profile_run"
+
+
+def test_a_model_forward_frame_before_the_kv_cache_is_the_profiling_pass() -> None:
+    log = "\n".join(
+        [
+            "(VllmWorkerProcess pid=42878) ERROR 08-04 16:54:59 [multiproc_worker_utils.py:238] Exception in worker "
+            "VllmWorkerProcess while processing method determine_num_available_blocks.",
+            '[rank0]:   File "/site-packages/vllm/model_executor/models/qwen2_5_vl.py", line 395, in forward',
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.rule, top.remedies[0].action) == ("cuda-oom-cut-traceback", "reduce_max_num_batched_tokens")

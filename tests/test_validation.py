@@ -60,7 +60,6 @@ KNOWN_MISSES = {
     "1001-": "a max-len failure 3% short on a unified-memory box: the thread raised the fraction",
     "1007-": "Unsloth's own lines only: the log stops before vLLM serves",
     "1008-": "ranks 13.8 GiB apart from a stale flash-attn's wrong estimate, read as a shared GPU (medium)",
-    "1012-": "a 74 GiB allocation from a missing flash-attn: the allocation is named, the missing package is not",
     "1016-": "a capture OOM with no answer in the thread (need more info)",
     "1020-": "an XPU's small negative KV budget: the thread chose a shorter length over a higher fraction",
     "1021-": "a FlashInfer autotune OOM warning it recovered from; the log stops in the capture",
@@ -73,6 +72,16 @@ KNOWN_MISSES = {
     "1306-": "the posted command is the working TP4 one; the failing PP run's layout is only in the prose",
     "1307-": "the traceback stops in the KV set-up with no message: a failure, read as unrecognised (label: unknown)",
     "1308-": "a figureless free-memory error from verl's async rollout: the fix was verl's own configuration",
+    "1501-": "a sampler OOM under Unsloth's standby mode with no fix in the thread; read as the sampler's batch",
+    "1503-": "the launcher passed the fraction twice (the lower one won): only the reporter's prose says so",
+    "1507-": "a V0 forward-pass OOM at 0.9 on a 3090: read as the profiling batch; the maintainer said a lower fraction",
+    "1601-": "a pipeline-parallel bug sized one stage's KV against the whole model: the log shows a plain max-len error",
+    "1603-": "the co-tenant is the same pipeline's other stage at a planned 0.6: read as another process",
+    "1611-": "the traceback stops in the KV set-up with no message: a failure, read as unrecognised (label: unknown)",
+    "1704-": "no length in the log: the V0 profiling batch of the model's 32K default is not provable",
+    "1706-": "one profiling warning and no outcome: kvdoctor says it cannot tell (label: healthy)",
+    "1707-": "only the issue title, a placeholder ValueError: no start-up in the file",
+    "1709-": "a docker command and prose only: the container's 6 GB RAM limit is not in the file",
 }
 
 

@@ -368,6 +368,12 @@ def _frame_of_phase(frames: list[Event]) -> tuple[str, Event] | None:
         for phase, names in _PHASE_FRAMES:
             if any(n in where for n in names):
                 return phase, frame
+    for frame in reversed(frames):
+        # no step named, but the model's own forward ran: before the KV cache exists the only
+        # start-up step that runs it is the profiling pass (a vision encoder's dummy images)
+        where = f"{frame.fields.get('file', '')} {frame.fields.get('function', '')}"
+        if "model_executor/models/" in where and where.endswith(" forward"):
+            return "profile_run", frame
     return None
 
 
@@ -436,6 +442,10 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
         sink.put("warmup_dummy_requests", f.get("dummy_requests"), event, rank=3)
     elif "create" in event.text and "weights" in event.text:
         phase = "weight_loading"  # "Failed to create unquantized linear weights: CUDA out of memory"
+    elif "Error in model execution" in event.text and not frames and last_phase in (None, "weight_loading"):
+        # V0's model runner wraps a forward pass that failed; at start-up, before any later step
+        # is logged, that forward is the profiling pass
+        phase = "profile_run"
     else:
         phase = _phase_of_frames(frames) or last_phase
         if phase is None and f.get("private_pools_gib", 0) > 0:
@@ -693,6 +703,8 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("gpu_name", device["name"], event, rank=2)
             if device.get("total_gib"):
                 sink.put("total_gpu_gib", round(device["total_gib"], 2), event, rank=0)
+        elif event.kind == "no_gpu":
+            sink.put("no_gpu_reason", event.fields["reason"], event, rank=1)
         elif event.kind == "unified_memory":
             sink.put("unified_memory_device", event.fields["device"], event, rank=1)
         elif event.kind == "logo_model" or (event.kind == "version" and "model" in event.fields):

@@ -72,9 +72,21 @@ def derive(facts: Facts) -> Facts:
     _tokens(out)
     _arithmetic(out)
     _smallest_card(out)
+    _batch_follows_length(out)
     _cotenant_loading(out)
     _oom_past_weights(out)
     return out
+
+
+def _batch_follows_length(out: Facts) -> None:
+    """V0 without chunked prefill profiles one batch of max(max_model_len, 2048) tokens unless
+    --max-num-batched-tokens is set, and rejects a batch below the length: from 16K tokens on, a shorter
+    --max-model-len is what shrinks the profiling peak (0.6+ turns chunked prefill on above 32K)."""
+    length, batch = _v(out, "max_model_len"), _v(out, "max_num_batched_tokens")
+    if _v(out, "engine") != "v0" or not isinstance(length, int) or _v(out, "enable_chunked_prefill") is True:
+        return
+    if 16384 <= length <= 32768 and (batch is None or batch >= length):
+        _put(out, "batch_follows_length", True)
 
 
 def _smallest_card(out: Facts) -> None:

@@ -296,10 +296,12 @@ _METHOD_PHASES = {
 }
 
 
-def _worker_exception(m: re.Match[str]) -> Fields:
+def _worker_exception(m: re.Match[str]) -> Fields | None:
     # V0 "Exception in worker VllmWorkerProcess while processing method init_device: NCCL error: …, Traceback"
-    fields: Fields = {"type": "WorkerException", "message": (m.group(2) or "").strip(), "method": m.group(1)}
-    return fields
+    message = (m.group(2) or "").strip()
+    if not message:
+        return None  # only the method (its phase is read by another extractor); the cause follows
+    return {"type": "WorkerException", "message": message, "method": m.group(1)}
 
 
 def _method_phase(m: re.Match[str]) -> Fields | None:
@@ -496,6 +498,25 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"|\bOOMKilled\b|\bexit(?:ed with)? code:? 137\b"
         ),
         _nothing,
+    ),
+    # vLLM (or torch) sees no GPU: the container has no GPU runtime, the driver library is missing
+    Extractor(
+        "no_gpu",
+        (
+            "UnspecifiedPlatform",
+            "NVML Shared Library Not Found",
+            "Can't initialize NVML",
+            "Failed to infer device type",
+            "libcuda.so",
+            "No CUDA GPUs are available",
+            "Found no NVIDIA driver",
+        ),
+        _F(
+            r"(No platform detected, vLLM is running on UnspecifiedPlatform|NVML Shared Library Not Found|"
+            r"Can't initialize NVML|Failed to infer device type|libcuda\.so(?:\.1)?: cannot open shared object|"
+            r"No CUDA GPUs are available|Found no NVIDIA driver)"
+        ),
+        lambda m: {"reason": m.group(1)},
     ),
     # a device whose GPU memory is the host's RAM: the fraction takes from what the OS needs
     Extractor(
@@ -765,6 +786,17 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         _max_len_v0,
     ),
+    # retyped in a ticket without its figure ("… larger than the maxinum number of tokens that can be
+    # stored in KV cache, Try increasing …"): the length alone, the error still decisive
+    Extractor(
+        "max_len_error",
+        ("number of tokens that can be stored in KV cache",),
+        _F(
+            r"(?i)max \w{3} len \((\d+(?:,\d{3})*)\) is larger than the max\w* number of tokens that can be "
+            r"stored in KV cache(?! \()"
+        ),
+        lambda m: {"max_model_len": to_int(m.group(1))},
+    ),
     Extractor(
         "max_len_error",
         ("max seq len",),
@@ -773,6 +805,16 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"cache is needed, which is larger than the available KV cache memory \((-?\d+(?:\.\d+)?) ?Gi?B\)"
         ),
         _max_len_v1,
+    ),
+    # the V1 check paraphrased without its first clause ("1.75 GiB KV cache is needed, available 0.13 GiB")
+    Extractor(
+        "max_len_error",
+        ("KV cache is needed",),
+        _F(
+            r"(?<![\w(])(\d+(?:\.\d+)?) ?GiB KV cache is needed,? (?:which is larger than the )?"
+            r"available(?: KV cache memory)? \(?(-?\d+(?:\.\d+)?) ?GiB"
+        ),
+        lambda m: {"needed_kv_gib": _g(m, 1), "kv_cache_gib": _g(m, 2)},
     ),
     Extractor(
         "profiling_assert",
@@ -829,6 +871,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ("Setting max_num", "Defaulting max_num"),
         _F(r"(?:Setting|Defaulting) (max_num_batched_tokens|max_num_seqs) to (\d+(?:,\d{3})*)"),
         _setting,
+    ),
+    # V0 0.6+ multimodal profiling: "The context length (128000) of the model is too short to hold
+    # the multi-modal embeddings in the worst case …"
+    Extractor(
+        "setting",
+        ("The context length (",),
+        _F(r"The context length \((\d+)\) of the model is too short"),
+        lambda m: {"max_model_len": to_int(m.group(1))},
     ),
     Extractor(
         "setting",
@@ -972,8 +1022,16 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor(
         "free_memory_error",
         ("on startup is less than desired",),
-        _F(r"on startup is less than desired GPU memory utilization(?: \((\d+(?:\.\d+)?)\))?"),
-        lambda m: {"gpu_memory_utilization": float(m.group(1))} if m.group(1) else {},
+        # (a title cut after the fraction: "… (46.95/79.18 GiB) on startup is less than desired GPU
+        # memory utilization (0.6,"; lower-cased in some titles)
+        _F(
+            r"(?i)(?:free memory on (?:device ?)?\S*? ?\((\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) )?"
+            r"on startup is less than desired GPU memory utilization(?: \((\d+(?:\.\d+)?)[,)])?"
+        ),
+        lambda m: {
+            **({"free_gpu_gib_at_startup": _g(m, 1), "total_gpu_gib": _g(m, 2)} if m.group(1) else {}),
+            **({"gpu_memory_utilization": float(m.group(3))} if m.group(3) else {}),
+        },
     ),
     # engine arguments pasted as JSON, a wrapper's dict or Python keywords, every one on the line:
     # lm-eval "Initializing vllm model, with arguments: {..., 'gpu_memory_utilization': 0.8}",

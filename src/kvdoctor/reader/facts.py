@@ -154,6 +154,8 @@ KNOWN_FACTS = frozenset(
         "total_gpu_gib_basis",
         "smallest_card_gib",
         "unified_memory_device",
+        "batch_follows_length",
+        "no_gpu_reason",
         "failed_while_serving",
         "smallest_card_name",
         "tp_size_that_fits",
