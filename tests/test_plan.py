@@ -104,3 +104,30 @@ def test_fp8_kv_doubles_tokens(capsys: pytest.CaptureFixture[str]) -> None:
     _, fp8 = _json(capsys, "--model", "qwen3-8b", "--gpu", "l4", "--kv-cache-dtype", "fp8")
     assert fp8["kv_bytes_per_token"] * 2 == auto["kv_bytes_per_token"]  # type: ignore[operator]
     assert fp8["kv_cache_tokens"] >= 2 * auto["kv_cache_tokens"] - 16  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--model", "llama-3.1-70b", "--gpu", "h100", "-tp", "3"], "does not divide the model's 64 attention heads"),
+        (["--model", "llama-3.1-8b", "--gpu", "h100", "--quantization", "nonsense"], "is not a vLLM method"),
+        (["--model", "llama-3.1-8b", "--gpu", "h100", "--vllm-version", "banana"], "is not a version"),
+        (
+            ["--model", "llama-3.1-8b", "--gpu", "h100", "--max-model-len", "200000"],
+            "beyond the model's maximum (131072)",
+        ),
+        (["--gpu", "h100"], "--model is required"),
+    ],
+)
+def test_what_vllm_would_refuse_is_a_one_line_usage_error(
+    capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    assert main(["plan", *argv]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+
+
+def test_the_catalog_can_be_listed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--list-models", "--list-gpus"]) == 0
+    out = capsys.readouterr().out
+    assert "meta-llama/Llama-3.1-8B" in out and "NVIDIA H100 80GB" in out

@@ -38,10 +38,11 @@ class UsageError(Exception):
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
-        required=True,
-        help="catalog name, HF id, config.json, model dir or HF cache folder",
+        help="catalog name, HF id, config.json, model dir or HF cache folder (required unless listing)",
     )
-    gpu = parser.add_mutually_exclusive_group(required=True)
+    parser.add_argument("--list-models", action="store_true", help="print the model catalog and exit")
+    parser.add_argument("--list-gpus", action="store_true", help="print the GPU catalog and exit")
+    gpu = parser.add_mutually_exclusive_group()
     gpu.add_argument("--gpu", help="catalog GPU name (h100, a100-40gb, rtx-4090, l4, ...)")
     gpu.add_argument("--gpu-memory", help="total GPU memory as vLLM sees it, e.g. 80GiB or 23.58")
     gpu.add_argument("--probe", action="store_true", help="read the live GPU through NVML")
@@ -108,7 +109,39 @@ def _gpu(args: argparse.Namespace) -> tuple[float, float | None, str]:
     return entry.total_gib, None, entry.name
 
 
+def _validate(args: argparse.Namespace, model: Any) -> None:
+    """What vLLM itself would refuse, said before any arithmetic (issue 17)."""
+    from kvdoctor.memory.model import default_max_model_len
+    from kvdoctor.memory.weights import known_quantization
+    from kvdoctor.reader.versions import parse_version
+
+    if args.quantization and not known_quantization(args.quantization):
+        raise UsageError(
+            f"--quantization {args.quantization!r} is not a vLLM method; use awq, gptq, fp8, bitsandbytes, gguf-q4_k, …"
+        )
+    if args.vllm_version and parse_version(args.vllm_version) is None:
+        raise UsageError(f"--vllm-version {args.vllm_version!r} is not a version; write it like 0.11.0")
+    heads = int(model.config.get("num_attention_heads") or 0)
+    tp = args.tensor_parallel_size
+    if heads and tp and heads % tp:
+        divisors = [d for d in (1, 2, 4, 8, 16) if heads % d == 0]
+        raise UsageError(
+            f"--tensor-parallel-size {tp} does not divide the model's {heads} attention heads, and vLLM "
+            f"refuses that; use one of {', '.join(map(str, divisors))}"
+        )
+    longest = default_max_model_len(model.config)
+    if args.max_model_len and longest and args.max_model_len > longest:
+        raise UsageError(
+            f"--max-model-len {args.max_model_len} is beyond the model's maximum ({longest}), and vLLM "
+            f"refuses it (unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1); use at most {longest}"
+        )
+
+
 def _request(args: argparse.Namespace) -> PlanRequest:
+    if not args.model:
+        raise UsageError("--model is required; name one (see `kvdoctor plan --list-models`)")
+    if not (args.gpu or args.gpu_memory or args.probe):
+        raise UsageError("one of --gpu, --gpu-memory or --probe is required (see `kvdoctor plan --list-gpus`)")
     try:
         model = resolve_model(args.model)
     except CatalogError as exc:
@@ -117,6 +150,7 @@ def _request(args: argparse.Namespace) -> PlanRequest:
         close = suggest_models(args.model)
         hint = f"close names: {', '.join(close)}" if close else "see docs/plan.md for the catalog"
         raise UsageError(f"unknown model {args.model!r}; {hint} (or pass a local config.json)")
+    _validate(args, model)
     for flag in (
         "tensor_parallel_size",
         "pipeline_parallel_size",
@@ -262,7 +296,21 @@ def render_text(plan: Plan) -> str:
     return out.getvalue()
 
 
+def _catalog(args: argparse.Namespace) -> str:
+    from kvdoctor.memory.catalog import gpus, models
+
+    rows: list[str] = []
+    if args.list_models:
+        rows += [f"{m.id:<36} {m.params_b:>7g}B  {m.hf_id or m.name}" for m in models()]
+    if args.list_gpus:
+        rows += [f"{g.id:<24} {g.total_gib:>7.2f} GiB  {g.name}" for g in gpus()]
+    return "\n".join(rows) + "\n"
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.list_models or args.list_gpus:
+        sys.stdout.write(_catalog(args))
+        return EXIT_OK
     try:
         plan = make_plan(_request(args))
     except UsageError as exc:

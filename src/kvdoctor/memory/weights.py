@@ -48,6 +48,62 @@ INT4_METHODS = frozenset(
 FP8_METHODS = frozenset({"fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "w8a8", "compressed-tensors"})
 
 
+# vLLM's --quantization method names (model_executor/layers/quantization QUANTIZATION_METHODS,
+# 0.2 to 0.1x), plus the short names kvdoctor's own estimates accept
+VLLM_QUANTIZATION_METHODS = frozenset(
+    {
+        "aqlm",
+        "awq",
+        "awq_marlin",
+        "awq_triton",
+        "bitblas",
+        "bitsandbytes",
+        "compressed-tensors",
+        "deepspeedfp",
+        "experts_int8",
+        "fbgemm_fp8",
+        "fp8",
+        "gguf",
+        "gptq",
+        "gptq_bitblas",
+        "gptq_marlin",
+        "gptq_marlin_24",
+        "hqq",
+        "inc",
+        "ipex",
+        "marlin",
+        "modelopt",
+        "modelopt_fp4",
+        "moe_wna16",
+        "mxfp4",
+        "neuron_quant",
+        "petit_nvfp4",
+        "ptpc_fp8",
+        "qqq",
+        "quark",
+        "rtn",
+        "squeezellm",
+        "torchao",
+        "tpu_int8",
+        "auto-round",
+        "fp_quant",
+    }
+)
+
+
+def known_quantization(name: str) -> bool:
+    """Whether vLLM (or kvdoctor's estimate) knows this --quantization value."""
+    q = name.lower()
+    return (
+        q in VLLM_QUANTIZATION_METHODS
+        or q in INT4_METHODS
+        or q in FP8_METHODS
+        or q in ("none", "auto", "bnb", "nf4", "int8", "gptq_int8", "sq")
+        or q.startswith("gguf")
+        or q in GGUF_BYTES
+    )
+
+
 def linear_bytes_per_param(quantization: str | None, dtype_bytes: int, *, group_size: int = 128) -> float:
     """Bytes per linear-layer parameter for a checkpoint format (embeddings stay 16-bit)."""
     q = (quantization or "").lower()
