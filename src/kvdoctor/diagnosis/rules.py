@@ -443,6 +443,8 @@ def _avoids(ld: _Loader, raw: Any, defines: dict[str, Node]) -> Iterable[Avoid]:
 
 def _check_template(ld: _Loader, text: Text, defines: dict[str, Node], key: str) -> None:
     for variant in text.values():
+        if re.search(r"\[\[(?:(?!\]\]).)*\[\[", variant, re.S):
+            ld.at(key.split("[")[0], f"{key}: a [[ … ]] segment inside another is not rendered; make them siblings")
         for name, _spec in _TEMPLATE_FIELD.findall(variant):
             if not (is_known(name) or name in defines or name == "value"):
                 ld.at(key.split("[")[0], f"{key}: template cites unknown fact {name!r}")
