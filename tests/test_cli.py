@@ -291,3 +291,30 @@ def test_the_python_api_refuses_a_file_name_given_as_text() -> None:
     with pytest.raises(ValueError, match=r"pass Path\('vllm.log'\)"):
         kvdoctor.diagnose("vllm.log")
     assert kvdoctor.diagnose("ValueError: No available memory for the cache blocks.").verdict == "no_cache_blocks"
+
+
+def test_piped_text_is_one_line_per_paragraph_and_a_terminal_width_wraps_with_hanging_indents() -> None:
+    from kvdoctor.api import diagnose
+    from kvdoctor.render import render
+
+    report = diagnose(ROOT / "examples" / "second-instance-no-cache-blocks.log")
+    piped = render(report, "text")
+    assert not any(line.endswith(" ") for line in piped.splitlines())
+    why = piped.split("Why\n", 1)[1].split("\n")[0]
+    assert why.startswith("vLLM found no room") and why.endswith("has the same effect.")  # one line
+    wrapped = render(report, "text", width=70)
+    lines = wrapped.splitlines()
+    assert max(len(line) for line in lines if not line.startswith("Verdict")) <= 70
+    first = next(i for i, line in enumerate(lines) if line.startswith(" 1. free_gpu_memory"))
+    assert lines[first + 1].startswith("    ") and not lines[first + 1].startswith("     ")
+    assert "--query-compute-apps=pid,used_memory" in wrapped  # a flag is never split at its hyphens
+
+
+def test_a_long_evidence_line_is_cut_with_a_mark() -> None:
+    from kvdoctor.api import diagnose
+    from kvdoctor.render import render
+
+    long_line = "ValueError: No available memory for the cache blocks. " + "x" * 500
+    out = render(diagnose(long_line), "text")
+    evidence = [line for line in out.splitlines() if "No available memory for the cache blocks. xx" in line][0]
+    assert evidence.endswith("…") and len(evidence) < 320

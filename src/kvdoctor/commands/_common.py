@@ -72,6 +72,16 @@ def pick_lang(requested: str | None) -> str:
     return "zh" if loc.lower().startswith("zh") else "en"
 
 
+def text_width(stream: object = None) -> int | None:
+    """A terminal's width to wrap text at; None (one line per paragraph) when not a terminal."""
+    stream = stream or sys.stdout
+    if not getattr(stream, "isatty", lambda: False)():
+        return None
+    import shutil
+
+    return max(40, shutil.get_terminal_size((100, 24)).columns)
+
+
 def use_color(stream: object = None) -> bool:
     if os.environ.get("NO_COLOR"):
         return False
@@ -87,5 +97,6 @@ __all__ = [
     "error",
     "pick_lang",
     "raw_lines",
+    "text_width",
     "use_color",
 ]

@@ -17,6 +17,7 @@ from kvdoctor.commands._common import (
     cache_dir,
     error,
     pick_lang,
+    text_width,
     use_color,
 )
 from kvdoctor.diagnosis.report import Report
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             if several and args.format == "text":
                 sys.stdout.write(f"== {path}\n")
-            sys.stdout.write(render(report, args.format, lang=lang, color=color))
+            sys.stdout.write(render(report, args.format, lang=lang, color=color, width=text_width()))
         problem = input_problem(report, path)
         if problem is not None:
             error(problem)

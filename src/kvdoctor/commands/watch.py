@@ -25,6 +25,7 @@ from kvdoctor.commands._common import (
     cache_dir,
     error,
     pick_lang,
+    text_width,
     use_color,
 )
 from kvdoctor.diagnosis.report import Report
@@ -203,7 +204,8 @@ class ReportSink:
     def rendered(self, report: Report) -> str:
         if self.fmt == "json":
             return json.dumps(report.as_records(), ensure_ascii=False) + "\n"
-        text = render(report, self.fmt, lang=self.lang, color=self._color)
+        width = text_width(sys.stderr) if self._file is sys.stderr else None
+        text = render(report, self.fmt, lang=self.lang, color=self._color, width=width)
         sep = "" if self._count == 0 else "\n"
         return f"{sep}{text}"
 

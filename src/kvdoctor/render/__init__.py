@@ -9,7 +9,7 @@ from kvdoctor.diagnosis.report import Report
 FORMATS = ("text", "json", "markdown")
 
 
-def render(report: Report, fmt: str, *, lang: str = "en", color: bool = False, width: int = 100) -> str:
+def render(report: Report, fmt: str, *, lang: str = "en", color: bool = False, width: int | None = None) -> str:
     if fmt == "json":
         return json.dumps(report.as_records(), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
     if fmt == "markdown":

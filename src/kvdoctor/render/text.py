@@ -52,16 +52,21 @@ def budget_bar(facts: dict[str, Any], width: int = 60) -> Text | None:
     return head
 
 
-def render_text(report: Report, *, color: bool = False, width: int = 100) -> str:
+EVIDENCE_CHARS = 300  # an evidence line longer than this is cut, and the cut is marked "…"
+
+
+def render_text(report: Report, *, color: bool = False, width: int | None = None) -> str:
+    """The report as text. `width` wraps paragraphs with hanging indents (a terminal's width);
+    None writes one line per paragraph (piped into a file, a ticket or grep). No line ends in a space."""
     buffer = io.StringIO()
     console = Console(
         file=buffer,
-        width=width,
+        width=width or 10_000,
         color_system="standard" if color else None,
         force_terminal=color,
         no_color=not color,
         highlight=False,
-        soft_wrap=False,
+        soft_wrap=width is None,
     )
     records = report.as_records()
     lang = report.lang
@@ -75,8 +80,8 @@ def render_text(report: Report, *, color: bool = False, width: int = 100) -> str
             f"showing the last (lines {report.attempts[-1].start_line}–{report.attempts[-1].end_line})[/]"
         )
     if diagnoses:
-        _diagnosis(console, diagnoses[0], lang)
-    bar = budget_bar(records["facts"], width=min(60, width - 30))
+        _diagnosis(console, diagnoses[0], lang, width)
+    bar = budget_bar(records["facts"], width=min(60, (width or 100) - 30))
     if bar is not None:
         console.print(f"\n[bold]{label(lang, 'budget')}[/]")
         console.print(bar)
@@ -85,26 +90,53 @@ def render_text(report: Report, *, color: bool = False, width: int = 100) -> str
             f"\n[dim]{label(lang, 'also')}: " + ", ".join(f"{d['rule']} ({d['class']})" for d in diagnoses[1:]) + "[/]"
         )
     for note in records["notes"]:
-        console.print(f"[dim]note: {escape(note)}[/]")
-    return buffer.getvalue()
+        _para(console, "note: ", "note: ", note, width, hang=6, style="dim")
+    return "\n".join(line.rstrip() for line in buffer.getvalue().split("\n"))
 
 
-def _diagnosis(console: Console, d: dict[str, Any], lang: str) -> None:
+def _para(
+    console: Console, prefix: str, plain_prefix: str, body: str, width: int | None, *, hang: int = 4, style: str = ""
+) -> None:
+    """`prefix` (markup; `plain_prefix` is its text) then `body` (plain text). With `width`, the
+    paragraph wraps with its continuation lines indented under the body (a hanging indent)."""
+    if width is None or len(plain_prefix) + len(body) <= width:
+        lines = [prefix + escape(body)]
+    else:
+        import textwrap
+
+        wrapped = textwrap.wrap(
+            plain_prefix + body,
+            width=width,
+            subsequent_indent=" " * hang,
+            break_long_words=False,
+            break_on_hyphens=False,  # flags and paths stay whole
+        )
+        first = wrapped[0][len(plain_prefix) :] if wrapped[0].startswith(plain_prefix) else wrapped[0]
+        lines = [prefix + escape(first), *(escape(line) for line in wrapped[1:])]
+    for line in lines:
+        console.print(f"[{style}]{line}[/]" if style else line)
+
+
+def _diagnosis(console: Console, d: dict[str, Any], lang: str, width: int | None = None) -> None:
     meta = " ".join(f"{k}={d[k]}" for k in ("cause", "phase") if d.get(k))
     console.print(
         f"[dim]rule {d['rule']} · {d['severity']} · {d['confidence']} confidence{' · ' + meta if meta else ''}[/]"
     )
-    console.print(f"\n[bold]{label(lang, 'why')}[/]\n{escape(d['explanation'])}")
+    console.print(f"\n[bold]{label(lang, 'why')}[/]")
+    _para(console, "", "", d["explanation"], width, hang=0)
     if d["remedies"]:
         console.print(f"\n[bold]{label(lang, 'do')}[/]")
         for n, r in enumerate(d["remedies"], 1):
-            value = "" if r["value"] is None else f" [bold]= {escape(str(r['value']))}[/]"
-            console.print(f" {n}. [green]{r['action']}[/]{value}: {escape(r['text'])}")
+            value = "" if r["value"] is None else f" = {r['value']}"
+            plain = f" {n}. {r['action']}{value}: "
+            markup = f" {n}. [green]{r['action']}[/]" + (f"[bold]{escape(value)}[/]" if value else "") + ": "
+            _para(console, markup, plain, r["text"], width)
     if d["avoid"]:
         console.print(f"\n[bold]{label(lang, 'avoid')}[/]")
         for a in d["avoid"]:
-            console.print(f"  ✗ [red]{a['action']}[/]: {escape(a['why'])}")
+            _para(console, f"  ✗ [red]{a['action']}[/]: ", f"  ✗ {a['action']}: ", a["why"], width)
     if d["evidence"]:
         console.print(f"\n[bold]{label(lang, 'evidence')}[/]")
         for e in d["evidence"]:
-            console.print(f"  [dim]{e['line']:>6}[/] {escape(e['text'][:240])}")
+            text = e["text"] if len(e["text"]) <= EVIDENCE_CHARS else e["text"][: EVIDENCE_CHARS - 1].rstrip() + "…"
+            _para(console, f"  [dim]{e['line']:>6}[/] ", f"  {e['line']:>6} ", text, width, hang=9)
