@@ -82,6 +82,9 @@ KNOWN_MISSES = {
     "1706-": "one profiling warning and no outcome: kvdoctor says it cannot tell (label: healthy)",
     "1707-": "only the issue title, a placeholder ValueError: no start-up in the file",
     "1709-": "a docker command and prose only: the container's 6 GB RAM limit is not in the file",
+    "1801-": "the working run lowered the fraction and turned off the graph-memory estimate: the log shows only the no-KV figures",
+    "1807-": "a CI no-KV on a tiny model with no answer in the thread (need more info)",
+    "1904-": "the port was busy after a good start: read as the environment; the label chose another port (configuration)",
 }
 
 

@@ -703,6 +703,9 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("gpu_name", device["name"], event, rank=2)
             if device.get("total_gib"):
                 sink.put("total_gpu_gib", round(device["total_gib"], 2), event, rank=0)
+        elif event.kind == "environment_error":
+            sink.put("environment_reason", event.fields["reason"], event, rank=1)
+            sink.put("environment_kind", event.fields["kind"], event, rank=1)
         elif event.kind == "no_gpu":
             sink.put("no_gpu_reason", event.fields["reason"], event, rank=1)
         elif event.kind == "unified_memory":

@@ -428,6 +428,19 @@ def _chunked(m: re.Match[str]) -> Fields:
     return {"max_num_batched_tokens": to_int(m.group(1))}
 
 
+def _environment_error(m: re.Match[str]) -> Fields:
+    text = m.group(1).lower()
+    if "80" in text[:9] or "forward compat" in text:
+        kind = "driver"
+    elif "disk" in text or "space left" in text:
+        kind = "disk"
+    elif "shm" in text:
+        kind = "shared memory"
+    else:
+        kind = "cluster"
+    return {"reason": m.group(1).strip(), "kind": kind}
+
+
 def _exception(m: re.Match[str]) -> Fields:
     return {"type": m.group(1), "message": m.group(2).strip()}
 
@@ -517,6 +530,30 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"No CUDA GPUs are available|Found no NVIDIA driver)"
         ),
         lambda m: {"reason": m.group(1)},
+    ),
+    # the host, the driver or the cluster refuses before any GPU memory is used: a driver older than
+    # the container's CUDA (Error 803/804), a full disk while downloading weights, too small a
+    # /dev/shm, a Ray cluster that cannot place the workers
+    Extractor(
+        "environment_error",
+        (
+            "Error 804",
+            "Error 803",
+            "forward compatibility was attempted",
+            "free disk space",
+            "No space left on device",
+            "/dev/shm",
+            "shm-size",
+            "placement group",
+            "No available node types can fulfill",
+        ),
+        _F(
+            r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
+            r"Not enough free disk space|No space left on device|"
+            r"exceeds memory available in /dev/shm|--shm-size|"
+            r"Waiting for creating a placement group|No available node types can fulfill resource request)"
+        ),
+        _environment_error,
     ),
     # a device whose GPU memory is the host's RAM: the fraction takes from what the OS needs
     Extractor(

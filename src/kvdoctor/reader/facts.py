@@ -156,6 +156,8 @@ KNOWN_FACTS = frozenset(
         "unified_memory_device",
         "batch_follows_length",
         "no_gpu_reason",
+        "environment_reason",
+        "environment_kind",
         "failed_while_serving",
         "smallest_card_name",
         "tp_size_that_fits",
