@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -166,9 +165,9 @@ class Rule:
 
 
 def builtin_rules_dir() -> Path:
-    packaged = resources.files("kvdoctor") / "rules"
+    packaged = Path(__file__).resolve().parents[1] / "rules"  # the wheel's copy (not importlib.resources)
     if packaged.is_dir():
-        return Path(str(packaged))
+        return packaged
     return Path(__file__).resolve().parents[3] / "rules"  # editable install / source tree
 
 

@@ -14,7 +14,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +151,7 @@ def _entry(raw: Mapping[str, Any]) -> ModelEntry:
 def _load_yaml(name: str) -> Any:
     """The catalog file: its JSON form where the wheel's build wrote one (hatch_build.py; ~1 ms),
     else the YAML source through libyaml's loader (~20 ms), else PyYAML's pure one."""
-    data = resources.files("kvdoctor.memory").joinpath("data")
+    data = Path(__file__).resolve().parent / "data"  # (not importlib.resources: ~8 ms of imports)
     built = data.joinpath(name.removesuffix(".yaml") + ".json")
     if built.is_file():
         return json.loads(built.read_text(encoding="utf-8"))
