@@ -43,3 +43,8 @@ def test_a_text_renders_cleanly_with_every_fact_and_with_none(rule, where, text)
                 continue
             found = BAD.search(out)
             assert found is None, f"{rule.id} {where} ({lang}): {found.group(0)!r} in {out!r}"
+
+
+def test_a_figure_that_rounds_to_zero_is_never_negative_zero() -> None:
+    out = render_template("left {kv:.2f} GiB", {"kv": Fact("kv", -0.001, None, None, True, "log")})
+    assert out == "left 0.00 GiB"

@@ -68,6 +68,8 @@ def render_template(template: str, facts: Facts, extra: dict[str, Any] | None = 
             return "?"
         if isinstance(value, list):
             return ", ".join(str(v) for v in value)
+        if isinstance(value, float) and abs(value) < 0.005:
+            value = 0.0  # never "-0.00 GiB"
         try:
             return format(value, spec)
         except (ValueError, TypeError):
@@ -91,6 +93,8 @@ def _value(node: conditions.Node | None, facts: Facts, defines: dict[str, condit
         return None
     value = conditions.evaluate(node, _lookup(facts), defines)
     if isinstance(value, float):
+        if abs(value) < 0.005:
+            return 0.0  # (not -0.0)
         return int(value) if value.is_integer() and abs(value) >= 1 else round(value, 2)
     return value
 
