@@ -253,3 +253,11 @@ def test_an_oom_inside_vllm_after_the_kv_cache_is_still_vllms() -> None:
         ]
     )
     assert diagnose(log).verdict == "cuda_oom"
+
+
+def test_evidence_quotes_the_line_without_terminal_or_ci_control_sequences() -> None:
+    from kvdoctor.api import diagnose
+
+    log = b"\x1b_bk;t=1700000000000\x07\x1b[31mValueError: No available memory for the cache blocks.\x1b[0m\n"
+    evidence = diagnose(log).diagnoses[0].evidence[0]
+    assert evidence.text == "ValueError: No available memory for the cache blocks."
