@@ -180,4 +180,8 @@ def main(args: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("corpora", nargs="*", metavar="CORPUS_DIR", help="folders with labels.yaml (default: all)")
+    sys.exit(main(parser.parse_args().corpora))
