@@ -596,3 +596,25 @@ def test_a_model_forward_frame_before_the_kv_cache_is_the_profiling_pass() -> No
     )
     top = diagnose(log).diagnoses[0]
     assert (top.rule, top.remedies[0].action) == ("cuda-oom-cut-traceback", "reduce_max_num_batched_tokens")
+
+
+def test_an_oom_on_a_strix_halo_is_the_gpus_share_of_the_ram() -> None:
+    log = "\n".join(
+        [
+            "# reporter: Strix Halo (gfx1151), 128 GB RAM",
+            "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 1.08 GiB. GPU 0 has a total capacity of "
+            "62.47 GiB of which 769.28 MiB is free. Of the allocated memory 61.41 GiB is allocated by PyTorch",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.rule, top.remedies[0].action) == ("cuda-oom-unified-memory-share", "fix_environment")
+    assert "amdgpu.gttsize" in top.remedies[0].text
+
+
+def test_this_process_at_zero_bytes_is_the_container_case_not_a_co_tenant() -> None:
+    line = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.47 GiB. GPU 0 has a total capacity of "
+        "79.11 GiB of which 1.25 GiB is free. Including non-PyTorch memory, this process has 0 bytes memory in use. "
+        "Process 4120 has 77.86 GiB memory in use."
+    )
+    assert diagnose(line).diagnoses[0].rule != "cuda-oom-other-process"

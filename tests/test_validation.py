@@ -85,6 +85,9 @@ KNOWN_MISSES = {
     "1801-": "the working run lowered the fraction and turned off the graph-memory estimate: the log shows only the no-KV figures",
     "1807-": "a CI no-KV on a tiny model with no answer in the thread (need more info)",
     "1904-": "the port was busy after a good start: read as the environment; the label chose another port (configuration)",
+    "2001-": "a NIXL/UCX registration failure after the KV cache was sized, its message cut: only the frames remain",
+    "2003-": "kvcached's unsupported hybrid KV layout, its message cut: only the KV set-up frames remain",
+    "2004-": "a speculative-decoding page-size assertion, its message cut: only the KV set-up frames remain",
 }
 
 

@@ -381,6 +381,7 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
     frames: list[Event] = []
     last_phase: str | None = None
     oom_event: Event | None = None
+    framed = False
     for event in attempt.events:
         if event.kind == "frame":
             frames.append(event)
@@ -392,8 +393,16 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
         elif event.kind in ("cuda_oom", "warmup_oom"):
             _one_oom(sink, event, frames, last_phase)
             oom_event = event
+            framed = bool(frames)
             frames = []
     oom = sink.facts.get("oom_phase")
+    if oom_event is not None and not framed and oom_event.kind == "cuda_oom" and frames:
+        # the OOM line printed before its own frames (a log shipper's order): the frames after
+        # it, from the same process, name the step
+        own = [f for f in frames if f.origin == oom_event.origin]
+        found = _frame_of_phase(own) if own else None
+        if found is not None and (oom is None or oom.value != found[0]):
+            sink.put("oom_phase", found[0], found[1], rank=4)
     if (
         oom is not None
         and oom.value == "unknown"
@@ -455,6 +464,8 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
         if phase == "cuda_graph_profile":
             phase = "profile_run"
     sink.put("oom_phase", phase or "unknown", event, rank=3 if phase else 1)
+    if f.get("device"):
+        sink.put("oom_device", str(f["device"]).upper(), event, rank=2)  # CUDA, HIP, XPU, NPU, TPU
     for key, name in (
         ("tried_gib", "oom_tried_gib"),
         ("total_gpu_gib", "oom_total_gib"),

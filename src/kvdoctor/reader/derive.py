@@ -227,7 +227,8 @@ def _other_processes(out: Facts) -> None:
     total = _v(out, "oom_total_gib") or float("inf")
     # "Process P has X" names the failing process itself when it runs in a container (its host
     # PID is listed); torch then prints no "this process has" and X is nearly the whole card
-    if oom_other is not None and (_v(out, "oom_this_process_gib") is not None or oom_other < 0.8 * total):
+    # (and "this process has 0 bytes" is the container case too)
+    if oom_other is not None and ((_v(out, "oom_this_process_gib") or 0.0) >= 0.1 or oom_other < 0.8 * total):
         candidates.append(oom_other)
     if candidates:
         _put(out, "other_process_gib", max(candidates))

@@ -157,6 +157,7 @@ KNOWN_FACTS = frozenset(
         "batch_follows_length",
         "no_gpu_reason",
         "environment_reason",
+        "oom_device",
         "environment_kind",
         "failed_while_serving",
         "smallest_card_name",
