@@ -318,3 +318,11 @@ def test_a_long_evidence_line_is_cut_with_a_mark() -> None:
     out = render(diagnose(long_line), "text")
     evidence = [line for line in out.splitlines() if "No available memory for the cache blocks. xx" in line][0]
     assert evidence.endswith("…") and len(evidence) < 320
+
+
+def test_usage_errors_are_one_line_naming_the_command() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "kvdoctor", "diagnose", "--bogus"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == "kvdoctor: diagnose: unrecognized arguments: --bogus; see `kvdoctor diagnose --help`\n"

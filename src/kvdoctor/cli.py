@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from kvdoctor._version import __version__
 from kvdoctor.exitcodes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE
@@ -31,8 +32,22 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, like every other kvdoctor error: what is wrong, where to look."""
+
+    def error(self, message: str) -> NoReturn:
+        where = self.prog if self.prog != "kvdoctor" else (_COMMAND or "kvdoctor")
+        where = where.removeprefix("kvdoctor ").strip() or "kvdoctor"
+        hint = "kvdoctor --help" if where == "kvdoctor" else f"kvdoctor {where} --help"
+        head = "kvdoctor" if where == "kvdoctor" else f"kvdoctor: {where}"
+        self.exit(EXIT_USAGE, f"{head}: {message}; see `{hint}`\n")
+
+
+_COMMAND: str | None = None
+
+
 def _parser_for(name: str | None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="kvdoctor",
         description="Diagnose vLLM start-up memory failures from their logs.",
     )
@@ -49,7 +64,9 @@ def _parser_for(name: str | None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     name = next((a for a in args_list if not a.startswith("-")), None)
-    parser = _parser_for(name if name in COMMANDS else None)
+    global _COMMAND
+    _COMMAND = name if name in COMMANDS else None
+    parser = _parser_for(_COMMAND)
     args = parser.parse_args(args_list)
     if args.command is None:
         parser.print_help(sys.stderr)
