@@ -276,7 +276,7 @@ def _arithmetic(out: Facts) -> None:
     if "model" not in out:
         return  # nothing model-aware to add (and `kvdoctor facts` stays quick to start)
     try:
-        from kvdoctor.memory.kvmath import derive_for_diagnosis
+        from kvdoctor.memory.estimate import derive_for_diagnosis  # (not the facade: it pulls in the planner)
     except ImportError:
         return
     plain = {name: fact.value for name, fact in out.items()}
