@@ -618,3 +618,16 @@ def test_this_process_at_zero_bytes_is_the_container_case_not_a_co_tenant() -> N
         "Process 4120 has 77.86 GiB memory in use."
     )
     assert diagnose(line).diagnoses[0].rule != "cuda-oom-other-process"
+
+
+def test_an_oom_quoted_above_the_log_takes_its_step_from_the_frames_below() -> None:
+    log = "\n".join(
+        [
+            '# reporter: "I am always facing `torch.OutOfMemoryError: CUDA out of memory.` error."',
+            "INFO 01-28 05:10:01 model_runner.py:1115] Loading model weights took 0.8988 GB",
+            'ERROR 01-28 05:10:09 engine.py:387]   File "/usr/local/lib/python3.12/dist-packages/vllm/worker/worker.py", line 306, in initialize_cache',
+            'ERROR 01-28 05:10:09 engine.py:387]   File "/usr/local/lib/python3.12/dist-packages/vllm/worker/worker.py", line 339, in _init_cache_engine',
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert top.phase == "kv_cache_allocation" and top.remedies[0].action == "lower_gpu_memory_utilization"

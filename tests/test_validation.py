@@ -88,6 +88,9 @@ KNOWN_MISSES = {
     "2001-": "a NIXL/UCX registration failure after the KV cache was sized, its message cut: only the frames remain",
     "2003-": "kvcached's unsupported hybrid KV layout, its message cut: only the KV set-up frames remain",
     "2004-": "a speculative-decoding page-size assertion, its message cut: only the KV set-up frames remain",
+    "2204-": "cut inside V0's KV check with no figures: zero blocks or a too-long length, the log cannot tell",
+    "2206-": "cut inside a torch.compile'd forward after the KV cache was sized, no OOM text: no step named",
+    "2207-": "only the head of a traceback into the KV set-up; the max-len failure is in the title alone",
 }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from kvdoctor.reader.dumps import parse_dump
 from kvdoctor.reader.events import Event
 from kvdoctor.reader.facts import FIGURES, Fact, Facts
-from kvdoctor.reader.lines import SERVED
+from kvdoctor.reader.lines import SERVED, Origin
 from kvdoctor.reader.versions import Version, clues_in, fmt, narrow, parse_version
 
 START_KINDS = frozenset({"engine_banner", "args", "version", "command_line"})
@@ -399,7 +399,8 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
     if oom_event is not None and not framed and oom_event.kind == "cuda_oom" and frames:
         # the OOM line printed before its own frames (a log shipper's order): the frames after
         # it, from the same process, name the step
-        own = [f for f in frames if f.origin == oom_event.origin]
+        # (an OOM quoted above the log has no origin: every frame after it is the log's own)
+        own = [f for f in frames if f.origin == oom_event.origin or oom_event.origin == Origin()]
         found = _frame_of_phase(own) if own else None
         if found is not None and (oom is None or oom.value != found[0]):
             sink.put("oom_phase", found[0], found[1], rank=4)
