@@ -91,6 +91,10 @@ KNOWN_MISSES = {
     "2204-": "cut inside V0's KV check with no figures: zero blocks or a too-long length, the log cannot tell",
     "2206-": "cut inside a torch.compile'd forward after the KV cache was sized, no OOM text: no step named",
     "2207-": "only the head of a traceback into the KV set-up; the max-len failure is in the title alone",
+    "2306-": "cut inside the memory profiling with no message: read as a likely OOM there; the label keeps it unknown",
+    "2307-": "a block-size crash in the KV set-up, its message cut: only the frames remain",
+    "2308-": "a multimodal-profiling failure with its message cut; the thread's fix was --skip-mm-profiling",
+    "2309-": "a Ray compiled-graph assertion with no answer in the thread",
 }
 
 
