@@ -98,3 +98,10 @@ def test_broken_local_config_is_a_user_error(tmp_path: Path) -> None:
     empty.mkdir()
     with pytest.raises(CatalogError, match="no config.json"):
         resolve_model(str(empty))
+
+
+def test_the_dgx_spark_gb10_is_in_the_catalog_at_what_vllm_sees() -> None:
+    from kvdoctor.memory.catalog import find_gpu
+
+    entry = find_gpu("GB10")
+    assert entry is not None and entry.total_gib == 121.63 and find_gpu("DGX Spark") == entry

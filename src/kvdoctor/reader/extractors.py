@@ -242,7 +242,7 @@ def _keyword_settings(m: re.Match[str]) -> Fields:
 # "RTX 4090 24GB"); the catalog turns the name into a total when the log prints none
 _GPU_MODEL = (
     r"(?:(?:NVIDIA|Tesla|Quadro)\s+)?(?:GeForce\s+)?"
-    r"((?:RTX\s*)?(?:GH200|H200|H100|H20|A100|A800|A10G|A6000|A40|A10|L40S|L40|L20|L4|V100|T4|B200|MI300X)"
+    r"((?:RTX\s*)?(?:GH200|GB10|H200|H100|H20|A100|A800|A10G|A6000|A40|A10|L40S|L40|L20|L4|V100|T4|B200|MI300X)"
     r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3))*(?:[- ]?\d{2,3}\s?G(?:B|iB)?)?"
     r"|RTX\s*[345]0[6-9]0(?:\s?Ti)?)\b"
 )
@@ -1117,6 +1117,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "V100",
             "T4",
             "B200",
+            "GB10",
             "RTX",
             "MI300",
         ),
