@@ -326,3 +326,14 @@ def test_usage_errors_are_one_line_naming_the_command() -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr == "kvdoctor: diagnose: unrecognized arguments: --bogus; see `kvdoctor diagnose --help`\n"
+
+
+def test_plain_text_does_not_import_rich() -> None:
+    code = (
+        "import sys; from pathlib import Path; from kvdoctor.api import diagnose; from kvdoctor.render import render; "
+        "out = render(diagnose(Path('examples/second-instance-no-cache-blocks.log')), 'text'); "
+        "assert 'free_gpu_memory' in out and '[dim]' not in out and '[/]' not in out; "
+        "print(any(m.startswith('rich') for m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "False"
