@@ -48,3 +48,12 @@ def test_a_text_renders_cleanly_with_every_fact_and_with_none(rule, where, text)
 def test_a_figure_that_rounds_to_zero_is_never_negative_zero() -> None:
     out = render_template("left {kv:.2f} GiB", {"kv": Fact("kv", -0.001, None, None, True, "log")})
     assert out == "left 0.00 GiB"
+
+
+@pytest.mark.parametrize(("rule", "where", "text"), CASES, ids=[f"{r.id}:{w}" for r, w, _ in CASES])
+def test_the_chinese_text_cites_the_same_figures_as_the_english(rule, where, text) -> None:  # type: ignore[no-untyped-def]
+    """zh must tell the operator the same numbers as en (issue 16): the same facts, no fewer."""
+    assert "zh" in text, f"{rule.id} {where}: no zh text"
+    en = {m.group(1) for m in _TEMPLATE.finditer(text["en"])}
+    zh = {m.group(1) for m in _TEMPLATE.finditer(text["zh"])}
+    assert en == zh, f"{rule.id} {where}: en only {sorted(en - zh)}, zh only {sorted(zh - en)}"
