@@ -57,3 +57,13 @@ def test_the_chinese_text_cites_the_same_figures_as_the_english(rule, where, tex
     en = {m.group(1) for m in _TEMPLATE.finditer(text["en"])}
     zh = {m.group(1) for m in _TEMPLATE.finditer(text["zh"])}
     assert en == zh, f"{rule.id} {where}: en only {sorted(en - zh)}, zh only {sorted(zh - en)}"
+
+
+def test_chinese_output_says_kvdoctors_own_notes_in_chinese_without_stray_spaces() -> None:
+    from kvdoctor.api import diagnose
+
+    log = "python3 -m vllm.entrypoints.openai.api_server --model /LLMs/Qwen-72B-Chat --tensor-parallel-size 4\n"
+    log += "ValueError: No available memory for the cache blocks.\n"
+    text = diagnose(log, lang="zh").diagnoses[0].explanation
+    assert "vLLM 的默认值：日志没有显示比例" in text and "模型名中的 72B 参数量" in text
+    assert "vLLM's default" not in text and "。 日志" not in text

@@ -41,7 +41,26 @@ def pick(text: Text, lang: str) -> str:
 _OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.S)
 
 
-def render_template(template: str, facts: Facts, extra: dict[str, Any] | None = None) -> str:
+# the descriptive facts kvdoctor writes itself (notes, estimate bases), said in Chinese where the
+# text is (issue 16); a value not listed here is shown as written
+_ZH_VALUES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^vLLM's default: the log does not show the fraction$"), "vLLM 的默认值：日志没有显示比例"),
+    (re.compile(r"^kvdoctor's model catalog$"), "kvdoctor 内置的模型目录"),
+    (re.compile(r"^(\S+)B parameters in the model's name$"), r"模型名中的 \1B 参数量"),
+    (re.compile(r"^the catalog's (.+)$"), r"kvdoctor 内置目录中的 \1"),
+)
+
+
+def _in_lang(value: str, lang: str) -> str:
+    if lang != "zh":
+        return value
+    for pattern, zh in _ZH_VALUES:
+        if pattern.match(value):
+            return pattern.sub(zh, value)
+    return value
+
+
+def render_template(template: str, facts: Facts, extra: dict[str, Any] | None = None, lang: str = "en") -> str:
     """`{fact:spec}` is replaced by the fact's value ("?" when unknown); a `[[ … ]]` segment is
     kept only when every fact it cites is known, so a sentence never shows a hole."""
 
@@ -68,6 +87,8 @@ def render_template(template: str, facts: Facts, extra: dict[str, Any] | None = 
             return "?"
         if isinstance(value, list):
             return ", ".join(str(v) for v in value)
+        if isinstance(value, str):
+            return _in_lang(value, lang)
         if isinstance(value, float) and abs(value) < 0.005:
             value = 0.0  # never "-0.00 GiB"
         try:
@@ -75,7 +96,9 @@ def render_template(template: str, facts: Facts, extra: dict[str, Any] | None = 
         except (ValueError, TypeError):
             return str(value)
 
-    return _TEMPLATE.sub(sub, template)
+    out = _TEMPLATE.sub(sub, template)
+    # YAML folding leaves a space where an optional segment met Chinese text ("。 日志…")
+    return _CJK_GAP.sub("", out) if lang == "zh" else out
 
 
 def version_allows(rule: Rule, facts: Facts) -> bool:
@@ -143,13 +166,13 @@ def diagnose_rule(rule: Rule, facts: Facts, lang: str) -> Diagnosis:
         if remedy.when is not None and conditions.evaluate(remedy.when, lookup, rule.defines) is not True:
             continue
         value = _value(remedy.value, facts, rule.defines)
-        text = render_template(pick(remedy.text, lang), facts, {"value": value})
+        text = render_template(pick(remedy.text, lang), facts, {"value": value}, lang)
         remedies.append(Remedy(remedy.action, text, value))
     avoid = []
     for item in rule.avoid:
         if item.when is not None and conditions.evaluate(item.when, lookup, rule.defines) is not True:
             continue
-        avoid.append(Avoid(item.action, render_template(pick(item.why, lang), facts)))
+        avoid.append(Avoid(item.action, render_template(pick(item.why, lang), facts, lang=lang)))
     phase = rule.phase
     if rule.klass == "cuda_oom" and phase is None:
         oom_phase = facts.get("oom_phase") or facts.get("traceback_phase")
@@ -161,8 +184,8 @@ def diagnose_rule(rule: Rule, facts: Facts, lang: str) -> Diagnosis:
         phase=phase,
         severity=rule.severity,
         confidence=confidence(rule, facts),
-        title=render_template(pick(rule.title, lang), facts),
-        explanation=render_template(pick(rule.explain, lang), facts).strip(),
+        title=render_template(pick(rule.title, lang), facts, lang=lang),
+        explanation=render_template(pick(rule.explain, lang), facts, lang=lang).strip(),
         remedies=tuple(remedies),
         avoid=tuple(avoid),
         evidence=_evidence(rule, facts),
