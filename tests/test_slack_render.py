@@ -92,8 +92,8 @@ def test_cause_of_no_cache_blocks_is_shown() -> None:
 def test_chinese_headings_follow_lang() -> None:
     records = records_for(FREE_MEMORY, lang="zh")
     texts = block_texts(render_blocks(records).blocks)
-    assert texts[0].startswith("*结论: `insufficient_free_memory_at_startup`*")
-    assert any(t.startswith("*按顺序这样做:*") for t in texts)
+    assert texts[0].startswith("*结论：`insufficient_free_memory_at_startup`*")
+    assert any(t.startswith("*按顺序这样做：*") for t in texts)
 
 
 def test_huge_real_log_stays_within_limits() -> None:

@@ -32,3 +32,13 @@ LABELS: dict[str, dict[str, str]] = {
 
 def label(lang: str, key: str) -> str:
     return LABELS.get(lang, LABELS["en"]).get(key, LABELS["en"][key])
+
+
+def colon(lang: str) -> str:
+    """The colon after a label: full-width in Chinese ("结论："), ": " otherwise."""
+    return "：" if lang == "zh" else ": "
+
+
+def mark(lang: str) -> str:
+    """The colon alone (before markup or a line break): "：" in Chinese, ":" otherwise."""
+    return "：" if lang == "zh" else ":"

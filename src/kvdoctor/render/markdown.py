@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvdoctor.render.labels import label
+from kvdoctor.render.labels import colon, label, mark
 
 
 def _value(v: Any) -> str:
@@ -16,7 +16,8 @@ def render_markdown(records: dict[str, Any]) -> str:
     out: list[str] = []
     diagnoses = records["diagnoses"]
     out.append(
-        f"**{label(lang, 'verdict')}: `{records['verdict']}`**" + (f" — {diagnoses[0]['title']}" if diagnoses else "")
+        f"**{label(lang, 'verdict')}{colon(lang)}`{records['verdict']}`**"
+        + (f" — {diagnoses[0]['title']}" if diagnoses else "")
     )
     if not diagnoses:
         out.append("")
@@ -30,21 +31,21 @@ def render_markdown(records: dict[str, Any]) -> str:
             d["explanation"],
         ]
         if d["remedies"]:
-            out += ["", f"**{label(lang, 'do')}:**", ""]
+            out += ["", f"**{label(lang, 'do')}{mark(lang)}**", ""]
             out += [f"{n}. `{r['action']}`{_value(r['value'])}: {r['text']}" for n, r in enumerate(d["remedies"], 1)]
         if d["avoid"]:
-            out += ["", f"**{label(lang, 'avoid')}:**", ""]
+            out += ["", f"**{label(lang, 'avoid')}{mark(lang)}**", ""]
             out += [f"- `{a['action']}`: {a['why']}" for a in d["avoid"]]
         if d["evidence"]:
-            out += ["", f"**{label(lang, 'evidence')}:**", "", "```"]
+            out += ["", f"**{label(lang, 'evidence')}{mark(lang)}**", "", "```"]
             out += [f"{e['line']:>6} | {e['text']}" for e in d["evidence"]]
             out += ["```"]
     others = diagnoses[1:]
     if others:
         out += [
             "",
-            f"**{label(lang, 'also')}:** " + ", ".join(f"`{d['rule']}` ({d['class']})" for d in others),
+            f"**{label(lang, 'also')}{mark(lang)}** " + ", ".join(f"`{d['rule']}` ({d['class']})" for d in others),
         ]
     if records.get("notes"):
-        out += ["", f"**{label(lang, 'notes')}:**", ""] + [f"- {n}" for n in records["notes"]]
+        out += ["", f"**{label(lang, 'notes')}{mark(lang)}**", ""] + [f"- {n}" for n in records["notes"]]
     return "\n".join(line for line in out if line is not None).rstrip() + "\n"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
-from kvdoctor.render.labels import label
+from kvdoctor.render.labels import colon, label, mark
 
 MAX_BLOCKS = 50
 MAX_SECTION = 3000
@@ -118,7 +118,7 @@ def _headline(records: dict[str, Any]) -> str:
     lang = records.get("lang", "en")
     diagnoses = records.get("diagnoses") or []
     title = f" — {esc(diagnoses[0]['title'])}" if diagnoses else ""
-    return f"*{label(lang, 'verdict')}: `{esc(records['verdict'])}`*{title}"
+    return f"*{label(lang, 'verdict')}{colon(lang)}`{esc(records['verdict'])}`*{title}"
 
 
 def fallback_text(records: dict[str, Any]) -> str:
@@ -135,13 +135,13 @@ def _meta(d: dict[str, Any]) -> str:
 
 
 def _diagnosis_blocks(d: dict[str, Any], lang: str) -> list[dict[str, Any]]:
-    blocks = [_context(_meta(d)), *_sections(f"*{label(lang, 'why')}:* {esc(d['explanation'])}")]
+    blocks = [_context(_meta(d)), *_sections(f"*{label(lang, 'why')}{mark(lang)}* {esc(d['explanation'])}")]
     if d.get("remedies"):
         lines = [f"{n}. `{r['action']}`{_value(r['value'])}: {esc(r['text'])}" for n, r in enumerate(d["remedies"], 1)]
-        blocks += _sections(f"*{label(lang, 'do')}:*\n" + "\n".join(lines))
+        blocks += _sections(f"*{label(lang, 'do')}{mark(lang)}*\n" + "\n".join(lines))
     if d.get("avoid"):
         lines = [f"• `{a['action']}`: {esc(a['why'])}" for a in d["avoid"]]
-        blocks += _sections(f"*{label(lang, 'avoid')}:* :no_entry_sign:\n" + "\n".join(lines))
+        blocks += _sections(f"*{label(lang, 'avoid')}{mark(lang)}* :no_entry_sign:\n" + "\n".join(lines))
     return blocks
 
 
@@ -160,7 +160,7 @@ def _evidence_blocks(full: list[str], lang: str, room: int) -> tuple[list[dict[s
     while shown and len("\n".join(shown)) > room:
         shown.pop()
         cut = True
-    blocks = [_section(f"*{label(lang, 'evidence')}:*")] if full else []
+    blocks = [_section(f"*{label(lang, 'evidence')}{mark(lang)}*")] if full else []
     if shown:
         blocks += _code_sections(shown)
     if cut:
@@ -182,10 +182,14 @@ def _tail_blocks(records: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     others = (records.get("diagnoses") or [])[1:]
     if others:
-        out.append(_context(f"*{label(lang, 'also')}:* " + ", ".join(f"`{d['rule']}` ({d['class']})" for d in others)))
+        out.append(
+            _context(
+                f"*{label(lang, 'also')}{mark(lang)}* " + ", ".join(f"`{d['rule']}` ({d['class']})" for d in others)
+            )
+        )
     notes = records.get("notes") or []
     if notes:
-        out.append(_context(f"*{label(lang, 'notes')}:* " + " / ".join(esc(n) for n in notes)))
+        out.append(_context(f"*{label(lang, 'notes')}{mark(lang)}* " + " / ".join(esc(n) for n in notes)))
     return out
 
 
@@ -234,7 +238,7 @@ def overflow_messages(overflow: str, lang: str, *, per_message: int = 4) -> list
     out = []
     for start in range(0, len(chunks), per_message):
         part = chunks[start : start + per_message]
-        blocks = [_section(f"*{label(lang, 'evidence')}:*")] + [_section(f"```{c}```") for c in part]
+        blocks = [_section(f"*{label(lang, 'evidence')}{mark(lang)}*")] + [_section(f"```{c}```") for c in part]
         out.append(SlackMessage(tuple(blocks), f"kvdoctor {label(lang, 'evidence')}"))
     return out
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kvdoctor.diagnosis.report import Report
-from kvdoctor.render.labels import label
+from kvdoctor.render.labels import colon, label
 
 _SEGMENTS = (  # fact, name, colour
     ("weights_gib", "weights", "blue"),
@@ -113,7 +113,7 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
     diagnoses = records["diagnoses"]
     style = _STYLE.get(diagnoses[0]["severity"], "bold") if diagnoses else "bold"
     title = diagnoses[0]["title"] if diagnoses else label(lang, "none")
-    out.print(f"[{style}]{esc(label(lang, 'verdict') + ': ' + records['verdict'])}[/]  {esc(title)}")
+    out.print(f"[{style}]{esc(label(lang, 'verdict') + colon(lang) + records['verdict'])}[/]  {esc(title)}")
     if len(report.attempts) > 1:
         out.print(
             f"[dim]{len(report.attempts)} start-up attempts in {esc(records['source'])}; "
@@ -128,7 +128,9 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
         out.print("  " + bar[1])
     if len(diagnoses) > 1:
         out.print(
-            f"\n[dim]{label(lang, 'also')}: " + ", ".join(f"{d['rule']} ({d['class']})" for d in diagnoses[1:]) + "[/]"
+            f"\n[dim]{label(lang, 'also')}{colon(lang)}"
+            + ", ".join(f"{d['rule']} ({d['class']})" for d in diagnoses[1:])
+            + "[/]"
         )
     for note in records["notes"]:
         _para(out, "note: ", "note: ", note, width, hang=6, style="dim")
