@@ -67,3 +67,13 @@ def test_chinese_output_says_kvdoctors_own_notes_in_chinese_without_stray_spaces
     text = diagnose(log, lang="zh").diagnoses[0].explanation
     assert "vLLM 的默认值：日志没有显示比例" in text and "模型名中的 72B 参数量" in text
     assert "vLLM's default" not in text and "。 日志" not in text
+
+
+def test_the_chinese_meta_line_and_notes_are_in_chinese() -> None:
+    from pathlib import Path
+
+    from kvdoctor.api import diagnose
+    from kvdoctor.render import render
+
+    out = render(diagnose(Path(__file__).parents[1] / "examples" / "max-model-len-too-large.log", lang="zh"), "text")
+    assert "规则 max-model-len-too-large · 错误 · 高置信度" in out and "confidence" not in out

@@ -133,7 +133,8 @@ def render_text(report: Report, *, color: bool = False, width: int | None = None
             + "[/]"
         )
     for note in records["notes"]:
-        _para(out, "note: ", "note: ", note, width, hang=6, style="dim")
+        head = label(lang, "note") + colon(lang)
+        _para(out, head, head, note, width, hang=6, style="dim")
     return "\n".join(line.rstrip() for line in out.buffer.getvalue().split("\n"))
 
 
@@ -163,7 +164,8 @@ def _para(
 def _diagnosis(out: _Out, d: dict[str, Any], lang: str, width: int | None = None) -> None:
     meta = " ".join(f"{k}={d[k]}" for k in ("cause", "phase") if d.get(k))
     out.print(
-        f"[dim]rule {d['rule']} · {d['severity']} · {d['confidence']} confidence{' · ' + meta if meta else ''}[/]"
+        f"[dim]{label(lang, 'rule')} {d['rule']} · {label(lang, d['severity'])} · {label(lang, d['confidence'])}"
+        f"{' · ' + meta if meta else ''}[/]"
     )
     out.print(f"\n[bold]{label(lang, 'why')}[/]")
     _para(out, "", "", d["explanation"], width, hang=0)
