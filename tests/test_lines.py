@@ -346,3 +346,11 @@ def test_sparse_reading_keeps_exact_numbers_across_skipped_chunks() -> None:
     assert len(data) > 3 * CHUNK  # several chunks are skipped before the start-up
     got = dict(iter_sparse_lines(io.BufferedReader(io.BytesIO(data)), dense_bytes=0))  # type: ignore[arg-type]
     assert got[len(filler) + 1] == startup
+
+
+def test_buildkite_timestamps_are_dropped_with_or_without_their_esc() -> None:
+    from kvdoctor.reader.lines import decode
+
+    assert decode(b"\x1b_bk;t=1700000000000\x07INFO x") == "INFO x"
+    assert decode(b"_bk;t=1700000000000\x07INFO x") == "INFO x"
+    assert decode(b"stray \x1b ESC") == "stray  ESC"

@@ -23,6 +23,7 @@ from kvdoctor.commands._common import (
 from kvdoctor.diagnosis.report import Report
 from kvdoctor.diagnosis.rules import RuleLoadError, rules_for
 from kvdoctor.exitcodes import EXIT_USAGE
+from kvdoctor.reader.lines import READ_ERROR
 from kvdoctor.render import FORMATS, render
 
 
@@ -98,7 +99,7 @@ def input_problem(report: Report, path: str) -> str | None:
     point, empty, or without any vLLM start-up line (the report is still printed)."""
     name = "stdin" if path == "-" else path
     for note in report.notes:
-        if note.startswith(f"{report.source}: read error"):
+        if note.startswith(f"{report.source}: {READ_ERROR}"):
             return f"{name}: {note.split(': ', 1)[1]}; copy or download the file again"
     if NO_STARTUP_NOTE in report.notes:
         return (

@@ -122,11 +122,6 @@ def _value(node: conditions.Node | None, facts: Facts, defines: dict[str, condit
     return value
 
 
-# terminal and CI control sequences (ANSI colours, Buildkite's "\x1b_bk;t=…\x07" timestamps) and
-# other control characters: the evidence quotes the line as a reader sees it
-_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b_[^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f]")
-
-
 def _evidence(rule: Rule, facts: Facts) -> tuple[Evidence, ...]:
     names: list[str] = list(rule.evidence)
     nodes = [rule.when, *rule.defines.values()]
@@ -139,7 +134,7 @@ def _evidence(rule: Rule, facts: Facts) -> tuple[Evidence, ...]:
         fact = facts.get(name)
         if fact is None or fact.line is None or fact.line in seen or fact.value in (None, False):
             continue
-        seen[fact.line] = Evidence(fact.line, _CONTROL.sub("", fact.text or "")[:400])
+        seen[fact.line] = Evidence(fact.line, (fact.text or "")[:400])
     return tuple(sorted(seen.values(), key=lambda e: e.line)[:MAX_EVIDENCE])
 
 

@@ -22,6 +22,11 @@ DECISIVE = (FATAL_KINDS - {"engine_failed", "traceback"}) | {"serving"}  # wrapp
 MAX_EVENTS = 20000  # a pathological attempt (a crash loop in one "attempt") stays bounded
 
 
+def _key(report: Report) -> tuple[str, str]:
+    """What a report decides: its verdict and the rule that gave it."""
+    return report.verdict, report.diagnoses[0].rule if report.diagnoses else ""
+
+
 class LiveDiagnoser:
     def __init__(
         self,
@@ -85,7 +90,7 @@ class LiveDiagnoser:
             return []
         self._pending = False
         report = self._report()
-        key = (report.verdict, report.diagnoses[0].rule if report.diagnoses else "")
+        key = _key(report)
         if key == self._announced or not report.diagnoses:
             return []
         report = self._marked(report)
@@ -94,8 +99,7 @@ class LiveDiagnoser:
 
     def _marked(self, report: Report) -> Report:
         """A report that changes an earlier one for the same start-up says which it supersedes."""
-        key = (report.verdict, report.diagnoses[0].rule if report.diagnoses else "")
-        if self._announced is None or key == self._announced:
+        if self._announced is None or _key(report) == self._announced:
             return report
         verdict, rule = self._announced
         note = (

@@ -408,7 +408,7 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
         oom is not None
         and oom.value == "unknown"
         and last_phase in (None, "weight_loading")
-        and not any(attempt.has(k) for k in ("weights_loaded", "gpu_blocks", "available_kv_memory", "kv_cache_size"))
+        and not any(attempt.has(k) for k in ("weights_loaded", *_KV_SIZE_PRINTED))
     ):
         # nothing after the weights was reached: the first big allocation of a start-up is the
         # likelier step, but no line says so (a guess the rules mark as such, issue 10)
@@ -618,6 +618,9 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
             continue
         if f"seen.{event.kind}" not in sink.facts:
             sink.put(f"seen.{event.kind}", True, event, rank=3)
+    # one definition of "vLLM printed a GPU-memory failure", for the rules that must stand aside then
+    memory = next((e for e in attempt.events if e.kind in MEMORY_ERROR_KINDS and id(e) not in skipped), None)
+    sink.put("memory_error_seen", memory is not None, memory, rank=1, source="derived", derived=True)
     for event in attempt.events:
         if event.kind == "platform":
             sink.put("platform", event.fields["platform"], event, rank=3)
@@ -687,12 +690,28 @@ def _is_wrapper(event: Event) -> bool:
     return any(w in message for w in _WRAPPER_MESSAGES)
 
 
+# the events that are a GPU-memory failure vLLM printed (the non-memory rules stand aside for them)
+MEMORY_ERROR_KINDS = frozenset(
+    {
+        "no_cache_blocks_error",
+        "max_len_error",
+        "free_memory_error",
+        "cuda_oom",
+        "warmup_oom",
+        "profiling_assert",
+        "mamba_blocks_error",
+        "auto_fit_error",
+    }
+)
+# the lines that print the KV cache's size
+_KV_SIZE_PRINTED = ("gpu_blocks", "available_kv_memory", "kv_cache_size")
+
 # V1's engine-core loop: a frame here means the engine was stepping requests, past start-up
 _BUSY_LOOP = frozenset({"run_busy_loop", "_process_engine_step", "step_with_batch_queue"})
 
 
 def _sized_kv(attempt: Attempt) -> bool:
-    return any(attempt.has(k) for k in ("gpu_blocks", "available_kv_memory", "kv_cache_size"))
+    return any(attempt.has(k) for k in _KV_SIZE_PRINTED)
 
 
 def attempt_facts(attempt: Attempt) -> Facts:

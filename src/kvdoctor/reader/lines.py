@@ -43,6 +43,10 @@ class Line:
     origin: Origin = NO_ORIGIN
 
 
+# the start of the message a read that fails part-way raises (the CLI exits 2 on it)
+READ_ERROR = "read error after partial input"
+
+
 class InputError(Exception):
     """Unreadable input; the message is one line a user can act on."""
 
@@ -93,7 +97,7 @@ def iter_raw_lines(stream: BinaryIO) -> Iterator[bytes]:
         except (OSError, EOFError) as exc:  # truncated gzip, I/O error: keep what we have
             if tail:
                 yield tail
-            raise InputError(f"read error after partial input ({exc}); the rest is ignored") from None
+            raise InputError(f"{READ_ERROR} ({exc}); the rest is ignored") from None
         if not chunk:
             break
         parts = (tail + chunk).split(b"\n")
@@ -148,7 +152,7 @@ def iter_sparse_lines(stream: BinaryIO, dense_bytes: int = DENSE_BYTES) -> Itera
         except (OSError, EOFError) as exc:
             if tail:
                 yield number + 1, tail
-            raise InputError(f"read error after partial input ({exc}); the rest is ignored") from None
+            raise InputError(f"{READ_ERROR} ({exc}); the rest is ignored") from None
         if not chunk:
             break
         if seen >= dense_bytes and after == 0 and len(tail) < 4096:
@@ -227,6 +231,11 @@ _ANSI = (  # compiled on first use (re caches it): most logs carry no colour
 )
 
 
+# Buildkite's timestamp (an APC sequence, "\x1b_bk;t=1714567890123\x07", or what a paste leaves of it)
+# and any other ESC-introduced sequence the ANSI pattern does not cover
+_APC = r"\x1b_[^\x07\x1b]*(?:\x07|\x1b\\)?|(?<![\w])_bk;t=\d+\x07?|\x1b"
+
+
 _ANSI_HINT = re.compile(r"\x1b|033\[|\^\[\[|x1b\[|u001b\[|\\e\[|\[\d")
 
 
@@ -242,6 +251,8 @@ def decode(raw: bytes) -> str:
             text = frames[-1] if frames else ""
     if "[" in text and _ANSI_HINT.search(text):
         text = re.sub(_ANSI, "", text)
+    if "\x1b" in text or "_bk;t=" in text:  # an APC sequence (Buildkite's "\x1b_bk;t=…\x07") or a stray ESC
+        text = re.sub(_APC, "", text)
     if "\x00" in text:
         text = text.replace("\x00", "")
     if "&" in text and re.search(_ENTITY, text):  # pasted from a rendered page: "&nbsp;", "&gt;", "&#39;"
