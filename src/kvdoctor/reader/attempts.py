@@ -19,7 +19,8 @@ from kvdoctor.reader.lines import SERVED, Origin
 from kvdoctor.reader.versions import Version, clues_in, fmt, narrow, parse_version
 
 START_KINDS = frozenset({"engine_banner", "args", "version", "command_line"})
-FATAL_KINDS = frozenset(
+# the events that are a GPU-memory failure vLLM printed (the non-memory rules stand aside for them)
+MEMORY_ERROR_KINDS = frozenset(
     {
         "no_cache_blocks_error",
         "max_len_error",
@@ -29,12 +30,9 @@ FATAL_KINDS = frozenset(
         "profiling_assert",
         "mamba_blocks_error",
         "auto_fit_error",
-        "batched_tokens_error",
-        "engine_failed",
-        "exception",
-        "traceback",
     }
 )
+FATAL_KINDS = MEMORY_ERROR_KINDS | {"batched_tokens_error", "engine_failed", "exception", "traceback"}
 # Figures and outcomes that show a start-up got under way (a later start marker begins a new one).
 PROGRESS_KINDS = FATAL_KINDS | {
     "weights_loaded",
@@ -690,19 +688,6 @@ def _is_wrapper(event: Event) -> bool:
     return any(w in message for w in _WRAPPER_MESSAGES)
 
 
-# the events that are a GPU-memory failure vLLM printed (the non-memory rules stand aside for them)
-MEMORY_ERROR_KINDS = frozenset(
-    {
-        "no_cache_blocks_error",
-        "max_len_error",
-        "free_memory_error",
-        "cuda_oom",
-        "warmup_oom",
-        "profiling_assert",
-        "mamba_blocks_error",
-        "auto_fit_error",
-    }
-)
 # the lines that print the KV cache's size
 _KV_SIZE_PRINTED = ("gpu_blocks", "available_kv_memory", "kv_cache_size")
 
