@@ -1,0 +1,1 @@
+"""Fleet scans: `kvdoctor scan` over many logs, on a local process pool or on Ray."""
