@@ -131,3 +131,32 @@ def test_the_catalog_can_be_listed(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--list-models", "--list-gpus"]) == 0
     out = capsys.readouterr().out
     assert "meta-llama/Llama-3.1-8B" in out and "NVIDIA H100 80GB" in out
+
+
+def test_without_a_gpu_plan_is_a_kv_calculator(capsys: pytest.CaptureFixture[str]) -> None:
+    # Qwen3-8B: 36 layers x 2 (K and V) x 8 KV heads x 128 x 2 bytes = 147,456 B per token,
+    # the figure behind vLLM's own "5.62 GiB KV cache is needed" for 40,960 tokens
+    assert main(["plan", "--model", "Qwen/Qwen3-8B", "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["gpu"] is None
+    assert rec["kv_bytes_per_token"] == 147456
+    assert rec["block_size"] == 16 and rec["block_bytes"] == 16 * 147456
+    assert rec["tokens_per_gib"] == (1 << 30) // 147456
+    assert rec["max_model_len"] == 40960 and rec["kv_gib_per_sequence"] == 5.62
+    assert 15.0 < rec["weights_gib"] < 16.5
+    # TP shards the KV heads and the weights
+    assert main(["plan", "--model", "Qwen/Qwen3-8B", "-tp", "2", "--kv-cache-dtype", "fp8"]) == 0
+    out = capsys.readouterr().out
+    assert "Qwen/Qwen3-8B, TP=2, KV fp8" in out
+    assert "36,864 B/token per GPU" in out  # halved by TP, halved again by fp8
+    assert "add --gpu NAME, --gpu-memory SIZE or --probe" in out
+
+
+def test_the_printed_command_keeps_the_model_as_the_user_named_it(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["plan", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "h100", "-tp", "4", "--format", "json"]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["command"].startswith(
+        "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 4 "
+    )
+    assert main(["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["command"].startswith("vllm serve meta-llama/Llama-3.1-8B ")

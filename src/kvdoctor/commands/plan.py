@@ -13,7 +13,16 @@ from typing import Any
 
 from kvdoctor.exitcodes import EXIT_FINDING, EXIT_OK, EXIT_USAGE
 from kvdoctor.memory.catalog import CatalogError, find_gpu, resolve_model, suggest_gpus, suggest_models
-from kvdoctor.memory.plan import Plan, PlanRequest, fixes, make_plan, serve_command
+from kvdoctor.memory.plan import (
+    ModelSheet,
+    Plan,
+    PlanRequest,
+    fixes,
+    make_plan,
+    model_sheet,
+    serve_command,
+    served_model,
+)
 
 KV_DTYPES = (
     "auto",
@@ -140,8 +149,6 @@ def _validate(args: argparse.Namespace, model: Any) -> None:
 def _request(args: argparse.Namespace) -> PlanRequest:
     if not args.model:
         raise UsageError("--model is required; name one (see `kvdoctor plan --list-models`)")
-    if not (args.gpu or args.gpu_memory or args.probe):
-        raise UsageError("one of --gpu, --gpu-memory or --probe is required (see `kvdoctor plan --list-gpus`)")
     try:
         model = resolve_model(args.model)
     except CatalogError as exc:
@@ -164,7 +171,7 @@ def _request(args: argparse.Namespace) -> PlanRequest:
     util = args.gpu_memory_utilization
     if util is not None and not 0 < util <= 1:
         raise UsageError(f"--gpu-memory-utilization must be in (0, 1]; got {util}")
-    total, free, gpu_name = _gpu(args)
+    total, free, gpu_name = _gpu(args) if _has_gpu(args) else (0.0, None, "")
     return PlanRequest(
         model=model,
         total_gib=total,
@@ -182,7 +189,12 @@ def _request(args: argparse.Namespace) -> PlanRequest:
         vllm_version=args.vllm_version,
         activation_gib=args.activation_gib,
         free_gib=free,
+        model_arg=args.model,
     )
+
+
+def _has_gpu(args: argparse.Namespace) -> bool:
+    return bool(args.gpu or args.gpu_memory or args.probe)
 
 
 def plan_record(plan: Plan) -> dict[str, Any]:
@@ -237,6 +249,51 @@ def plan_record(plan: Plan) -> dict[str, Any]:
         "command": serve_command(chosen) if chosen.fits else None,
         "notes": list(plan.notes),
     }
+
+
+def sheet_record(sheet: ModelSheet) -> dict[str, Any]:
+    req = sheet.request
+    return {
+        "model": req.model.hf_id or req.model.name,
+        "model_catalog_id": req.model.id,
+        "gpu": None,
+        "vllm_version": sheet.version,
+        "tensor_parallel_size": req.tensor_parallel_size,
+        "pipeline_parallel_size": req.pipeline_parallel_size,
+        "kv_cache_dtype": req.kv_cache_dtype,
+        "quantization": req.quantization or req.model.quantization,
+        "weights_gib": round(sheet.weights.gib, 2),
+        "weights_basis": sheet.weights.basis,
+        "kv_bytes_per_token": sheet.kv_bytes_per_token,
+        "block_size": sheet.block_size,
+        "block_bytes": sheet.block_bytes,
+        "tokens_per_gib": sheet.tokens_per_gib,
+        "max_model_len": sheet.max_model_len,
+        "kv_gib_per_sequence": round(sheet.sequence_gib, 2),
+        "notes": [
+            "per GPU; no GPU given, so no budget: add --gpu, --gpu-memory or --probe",
+            *(f"uncertain catalog field: {u}" for u in req.model.uncertain),
+        ],
+    }
+
+
+def render_sheet(sheet: ModelSheet) -> str:
+    rec = sheet_record(sheet)
+    parallel = f"TP={rec['tensor_parallel_size']}" + (
+        f", PP={rec['pipeline_parallel_size']}" if rec["pipeline_parallel_size"] > 1 else ""
+    )
+    kv_dtype = "" if rec["kv_cache_dtype"] == "auto" else f", KV {rec['kv_cache_dtype']}"
+    lines = [
+        f"{served_model(sheet.request)}, {parallel}{kv_dtype}, vLLM {sheet.version} (no GPU given: per GPU, no budget)",
+        f"weights   {rec['weights_gib']:.2f} GiB per GPU ({rec['weights_basis']})",
+        f"KV        {rec['kv_bytes_per_token']:,} B/token per GPU, {rec['block_bytes']:,} B per "
+        f"{rec['block_size']}-token block",
+        f"          {rec['tokens_per_gib']:,} tokens per GiB; one {rec['max_model_len']:,}-token sequence "
+        f"needs {sheet.sequence_gib:.2f} GiB",
+        *(f"note: {n}" for n in rec["notes"][1:]),
+        "add --gpu NAME, --gpu-memory SIZE or --probe for the budget, the KV cache and a command that fits",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _bar(plan: Plan, width: int = 50) -> str:
@@ -312,10 +369,17 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(_catalog(args))
         return EXIT_OK
     try:
-        plan = make_plan(_request(args))
+        request = _request(args)
     except UsageError as exc:
         print(f"kvdoctor: plan: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if not _has_gpu(args):  # the KV calculator: the model's side only
+        sheet = model_sheet(request)
+        sys.stdout.write(
+            json.dumps(sheet_record(sheet), indent=2) + "\n" if args.format == "json" else render_sheet(sheet)
+        )
+        return EXIT_OK
+    plan = make_plan(request)
     if args.format == "json":
         sys.stdout.write(json.dumps(plan_record(plan), indent=2) + "\n")
     else:

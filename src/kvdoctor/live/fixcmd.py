@@ -46,6 +46,9 @@ ACTION_FLAGS: dict[str, FlagSpec] = {
         "--gpu-memory-utilization", "gpu_memory_utilization", float, Direction.LOWER
     ),
     "reduce_max_num_seqs": FlagSpec("--max-num-seqs", "max_num_seqs", int, Direction.LOWER),
+    "reduce_max_num_batched_tokens": FlagSpec(
+        "--max-num-batched-tokens", "max_num_batched_tokens", int, Direction.LOWER
+    ),
     "increase_tensor_parallel_size": FlagSpec(
         "--tensor-parallel-size", "tensor_parallel_size", int, Direction.RAISE, aliases=("-tp",)
     ),

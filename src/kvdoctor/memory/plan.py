@@ -9,12 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from kvdoctor.memory.budget import (
+    GIB,
     LATEST_VERSION,
     Budget,
     Capacity,
     Era,
     Estimate,
     default_batch,
+    default_block_size,
     default_utilization,
     era_for,
     estimate_activation,
@@ -48,6 +50,7 @@ class PlanRequest:
     activation_gib: float | None = None
     free_gib: float | None = None  # free memory at start-up (probe); None = assume an empty GPU
     block_size: int | None = None
+    model_arg: str | None = None  # the model as the user named it (the printed command keeps it)
 
 
 @dataclass(frozen=True)
@@ -224,9 +227,77 @@ def fixes(plan: Plan) -> list[Fix]:
     return out
 
 
+@dataclass(frozen=True)
+class ModelSheet:
+    """The model's side of the arithmetic, without a GPU: what the KV calculators print."""
+
+    request: PlanRequest
+    version: str
+    weights: WeightsEstimate
+    kv_bytes_per_token: int  # per GPU (the rank's share of the KV heads and layers)
+    block_size: int
+    block_bytes: int
+    max_model_len: int
+
+    @property
+    def tokens_per_gib(self) -> int:
+        return int(GIB // self.kv_bytes_per_token) if self.kv_bytes_per_token else 0
+
+    @property
+    def sequence_gib(self) -> float:
+        """KV one max_model_len sequence needs on each GPU."""
+        return self.kv_bytes_per_token * self.max_model_len / GIB
+
+
+def model_sheet(req: PlanRequest) -> ModelSheet:
+    """Weights per GPU and KV bytes per token and per block for this model and these flags."""
+    cfg = req.model.config
+    version = req.vllm_version or LATEST_VERSION
+    weights = estimate_weights(
+        cfg,
+        tp=req.tensor_parallel_size,
+        pp=req.pipeline_parallel_size,
+        quantization=req.quantization or req.model.quantization,
+        dtype=req.dtype,
+        params_b=req.model.params_b,
+        checkpoint_bytes=req.model.checkpoint_bytes,
+        observed_gib=req.model.observed_weights_gib if not req.quantization else None,
+    )
+    layout = kv_layout(
+        cfg,
+        tp=req.tensor_parallel_size,
+        pp=req.pipeline_parallel_size,
+        kv_cache_dtype=req.kv_cache_dtype,
+        dtype=req.dtype,
+    )
+    block_size = default_block_size(layout, era_for(version), req.block_size)
+    return ModelSheet(
+        request=req,
+        version=version,
+        weights=weights,
+        kv_bytes_per_token=layout.bytes_per_token,
+        block_size=block_size,
+        block_bytes=layout.block_bytes(block_size),
+        max_model_len=req.max_model_len or default_max_model_len(cfg) or 4096,
+    )
+
+
+def served_model(req: PlanRequest) -> str:
+    """The model argument of `vllm serve`: as the user named it (an HF id keeps its -Instruct),
+    the folder of a config.json, or the catalog entry's HF id for a catalog short name."""
+    arg = req.model_arg
+    if arg and "models--" in arg:  # an HF cache folder: serve the id it caches
+        return req.model.name
+    if arg and arg.endswith("config.json"):
+        return arg[: -len("config.json")].rstrip("/\\") or "."
+    if arg and ("/" in arg or "\\" in arg):
+        return arg
+    return req.model.hf_id or req.model.name
+
+
 def serve_command(plan: Plan) -> str:
     req = plan.request
-    parts = ["vllm serve", req.model.hf_id or req.model.name]
+    parts = ["vllm serve", served_model(req)]
     if req.tensor_parallel_size > 1:
         parts.append(f"--tensor-parallel-size {req.tensor_parallel_size}")
     if req.pipeline_parallel_size > 1:
