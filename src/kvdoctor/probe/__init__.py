@@ -11,12 +11,12 @@ Entry points for the rest of kvdoctor:
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from kvdoctor.probe.nvml import NvmlProbe
-from kvdoctor.probe.smi import SmiReader, parse_smi_text
 from kvdoctor.probe.snapshot import (
     Device,
     GpuProbe,
@@ -29,6 +29,22 @@ from kvdoctor.probe.snapshot import (
     snapshot_from_dict,
     snapshot_to_dict,
 )
+
+if TYPE_CHECKING:
+    from kvdoctor.probe.nvml import NvmlProbe
+    from kvdoctor.probe.smi import SmiReader
+
+# NVML and the nvidia-smi parser load on first use: the reader imports `kvdoctor.probe.smi` for a
+# pasted nvidia-smi table, and a log without one (or a diagnosis without --probe) pays for neither
+_LAZY = {"NvmlProbe": "kvdoctor.probe.nvml", "SmiReader": "kvdoctor.probe.smi"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "Device",
@@ -52,6 +68,8 @@ __all__ = [
 
 def live_probe(visible_devices: str | None) -> Snapshot:
     """Snapshot through NVML; ``visible_devices`` is CUDA_VISIBLE_DEVICES as the caller read it."""
+    from kvdoctor.probe.nvml import NvmlProbe
+
     return NvmlProbe(visible_devices).snapshot()
 
 
@@ -70,6 +88,8 @@ def parse_snapshot_text(text: str, *, where: str = "<text>") -> Snapshot:
             return snapshot_from_dict(data)
         except ProbeError as exc:
             raise ProbeError(f"{where}: {exc}; write it with `kvdoctor probe --format json`") from None
+    from kvdoctor.probe.smi import parse_smi_text
+
     snap = parse_smi_text(text)
     if snap is None:
         raise ProbeError(
