@@ -35,10 +35,10 @@ def test_not_ready_names_the_holder_and_the_fraction_that_fits() -> None:
     holder = Process(4242, "python3", 0, 30.0)
     result = check_ready(_snap(50.0, procs=(holder,)), 0.9)
     assert result.readiness is Readiness.NOT_READY and result.exit_code == 1
-    assert result.max_util_now == 0.62
+    assert result.max_util_now == 0.61
     assert result.reason == (
         "GPU 0 has 50.00 GiB free of 80.00 GiB but 0.90 needs 72.00 GiB; held by pid 4242 "
-        "(python3) 30.00 GiB; the largest fraction that fits now is 0.62"
+        "(python3) 30.00 GiB; the largest fraction that fits now is 0.61"
     )
     assert result.checks[0].holders == (holder,)
 
@@ -116,7 +116,7 @@ def test_wait_until_released() -> None:
         on_poll=lambda r: polls.append(r.max_util_now),
     )
     assert result.readiness is Readiness.READY
-    assert probe.calls == 3 and clock.sleeps == [5, 5] and polls == [0.1, 0.1]
+    assert probe.calls == 3 and clock.sleeps == [5, 5] and polls == [0.09, 0.09]
 
 
 def test_wait_gives_up_at_the_deadline() -> None:
@@ -150,7 +150,7 @@ def test_command_not_ready_from_a_pasted_table(capsys: pytest.CaptureFixture[str
         "preflight: NOT READY for --gpu-memory-utilization 0.90 (probe: nvidia-smi)",
         "  GPU 0 NVIDIA H100 80GB HBM3: free 49.64 of 79.65 GiB, needs 71.68 GiB: short by 22.04 GiB",
         "    held by pid 733104 (/usr/bin/python3) 30.00 GiB",
-        "largest --gpu-memory-utilization that fits now: 0.62",
+        "largest --gpu-memory-utilization that fits now: 0.61",
     ]
 
 
@@ -168,7 +168,7 @@ def test_command_ready_json(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert code == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["ready"] is True and data["max_gpu_memory_utilization_now"] == 0.62
+    assert data["ready"] is True and data["max_gpu_memory_utilization_now"] == 0.61
     assert data["devices"][0]["need_gib"] == pytest.approx(47.788, abs=1e-3)
 
 

@@ -255,7 +255,10 @@ def test_snapshot_json_round_trip() -> None:
     fake = FakeNvml([_h100(used=30 * 1024, procs=[FakeProc(4242, 30 * 1024)])])
     snap = _probe(fake, names={})
     data = json.loads(json.dumps(snapshot_to_dict(snap)))
-    assert snapshot_from_dict(data) == snap
+    back = snapshot_from_dict(data)
+    assert snapshot_to_dict(back) == data  # a saved probe reads back as it was written
+    assert back.devices[0].total_gib == 79.65  # 81,559 MiB, in GiB to two decimals as everywhere
+    assert back.processes == snap.processes
 
 
 # ---- the command, with the fake injected in place of the real loader ----------------------

@@ -30,6 +30,9 @@ from kvdoctor.probe import FileProbe, GpuProbe, NvmlProbe, ProbeError, snapshot_
 from kvdoctor.probe.snapshot import Device, Process, Snapshot
 
 
+CONTEXT_GIB = 0.5  # the CUDA context and allocator slack vLLM takes before its free-memory check
+
+
 class Readiness(str, enum.Enum):
     READY = "ready"
     NOT_READY = "not_ready"
@@ -98,7 +101,8 @@ def check_ready(snapshot: Snapshot, util: float, *, required_gib: float | None =
         hint = " (unified memory: check system memory instead)" if blind and blind[0].uma else ""
         return _unavailable(snapshot, util, f"{what}{hint}; preflight cannot check it")
     checks = tuple(_check(snapshot, d, util) for d in devices)
-    max_now = _floor2(min(c.free_gib / (c.device.total_gib or 1.0) for c in checks))
+    # vLLM's own CUDA context comes out of free memory before its check: leave it room
+    max_now = _floor2(min((c.free_gib - CONTEXT_GIB) / (c.device.total_gib or 1.0) for c in checks))
     short = [c for c in checks if not c.ok]
     readiness, reason = _verdict(checks, short, util, required_gib, max_now)
     return PreflightResult(readiness, util, checks, max_now, reason, snapshot, required_gib)

@@ -157,15 +157,20 @@ def snapshot_to_dict(snap: Snapshot) -> dict[str, Any]:
     }
 
 
+def _gib(value: float | None) -> float | None:
+    """GiB in JSON as everywhere else in kvdoctor: two decimals, never negative zero."""
+    return None if value is None else round(value, 2) + 0.0
+
+
 def _device_dict(d: Device) -> dict[str, Any]:
     return {
         "index": d.index,
         "name": d.name,
         "uuid": d.uuid,
-        "total_gib": d.total_gib,
-        "free_gib": d.free_gib,
-        "used_gib": d.used_gib,
-        "reserved_gib": d.reserved_gib,
+        "total_gib": _gib(d.total_gib),
+        "free_gib": _gib(d.free_gib),
+        "used_gib": _gib(d.used_gib),
+        "reserved_gib": _gib(d.reserved_gib),
         "mig": d.mig,
         "mig_index": d.mig_index,
         "uma": d.uma,
@@ -179,7 +184,7 @@ def _process_dict(p: Process) -> dict[str, Any]:
         "name": p.name,
         "device_index": p.device_index,
         "mig_index": p.mig_index,
-        "used_gib": p.used_gib,
+        "used_gib": _gib(p.used_gib),
         "resolvable": p.resolvable,
         "kind": p.kind.value,
     }
