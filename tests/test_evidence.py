@@ -261,3 +261,24 @@ def test_evidence_quotes_the_line_without_terminal_or_ci_control_sequences() -> 
     log = b"\x1b_bk;t=1700000000000\x07\x1b[31mValueError: No available memory for the cache blocks.\x1b[0m\n"
     evidence = diagnose(log).diagnoses[0].evidence[0]
     assert evidence.text == "ValueError: No available memory for the cache blocks."
+
+
+def test_a_finished_error_message_does_not_swallow_the_next_programs_lines() -> None:
+    log = (
+        "INFO 01-01 00:00:00 [api_server.py:1] vLLM API server version 0.9.1\n"
+        "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+        "when initializing the engine. \n"
+        "wrapper: goodbye\n"
+        "I1201 12:00:00.123456   1 main.go:12] pod terminated\n"
+    )
+    evidence = [e.text for e in diagnose(log).diagnoses[0].evidence]
+    assert evidence[-1].endswith("when initializing the engine.")
+    assert not any("goodbye" in e or "terminated" in e for e in evidence)
+    # a message the paste wrapped mid-sentence is still joined
+    wrapped = log.replace(
+        "blocks. Try increasing `gpu_memory_utilization` when", "blocks. Try increasing\n`gpu_memory_utilization` when"
+    )
+    assert any(
+        "Try increasing `gpu_memory_utilization` when" in e
+        for e in (x.text for x in diagnose(wrapped).diagnoses[0].evidence)
+    )

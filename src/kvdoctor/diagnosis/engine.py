@@ -134,7 +134,7 @@ def _evidence(rule: Rule, facts: Facts) -> tuple[Evidence, ...]:
         fact = facts.get(name)
         if fact is None or fact.line is None or fact.line in seen or fact.value in (None, False):
             continue
-        seen[fact.line] = Evidence(fact.line, (fact.text or "")[:400])
+        seen[fact.line] = Evidence(fact.line, (fact.text or "").rstrip()[:400])
     return tuple(sorted(seen.values(), key=lambda e: e.line)[:MAX_EVIDENCE])
 
 

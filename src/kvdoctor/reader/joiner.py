@@ -30,6 +30,14 @@ _KNOWN_CONTINUATION = re.compile(
     r"Based on the available memory|the estimated maximum model length|Current kv cache memory)"
 )
 _WRAP_START = re.compile(r"^[a-z0-9_./)\]},'\"-]")
+_KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")  # a Kubernetes/glog record header (peeled off the text)
+
+
+def _finished(previous: Line, line: Line) -> bool:
+    """The message above ended a sentence and this line starts in lower case: another program's
+    line (a wrapper's goodbye), not the rest of the message (a wrapped sentence goes on mid-way,
+    and a new sentence starts with a capital)."""
+    return previous.text.rstrip()[-1:] in (".", "!", "?") and line.text.lstrip()[:1].islower()
 
 
 def _terminal_wrap(previous: Line, line: Line) -> bool:
@@ -38,8 +46,8 @@ def _terminal_wrap(previous: Line, line: Line) -> bool:
 
 
 def _continues(previous: Line, line: Line, joined: int) -> bool:
-    if line.origin.level is not None:
-        return False  # a new vLLM record
+    if line.origin.level is not None or _KLOG.match(line.raw):
+        return False  # a new vLLM (or Kubernetes) record
     if previous.text.endswith("\\"):
         return joined < MAX_COMMAND_JOIN
     if joined >= MAX_JOIN or not line.text.strip():
@@ -52,7 +60,7 @@ def _continues(previous: Line, line: Line, joined: int) -> bool:
         return True
     if not _EXC_START.match(previous.text):
         return False
-    if line.raw[:1] in (" ", "\t") or _NEW_RECORD.match(line.text):
+    if line.raw[:1] in (" ", "\t") or _NEW_RECORD.match(line.text) or _finished(previous, line):
         return False
     return len(previous.text) < 4000
 
