@@ -631,3 +631,51 @@ def test_an_oom_quoted_above_the_log_takes_its_step_from_the_frames_below() -> N
     )
     top = diagnose(log).diagnoses[0]
     assert top.phase == "kv_cache_allocation" and top.remedies[0].action == "lower_gpu_memory_utilization"
+
+
+def test_a_small_model_at_the_ceiling_with_no_kv_is_not_called_too_large() -> None:
+    log = "\n".join(
+        [
+            "vllm serve Qwen/Qwen2.5-VL-3B-Instruct --gpu-memory-utilization 0.97",
+            "INFO 05-01 10:00:00 [gpu_model_runner.py:1] Using H20",
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+            "when initializing the engine.",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert top.cause != "model_too_large"
+    actions = [r.action for r in top.remedies]
+    assert actions[0] == "free_gpu_memory"  # a 3B model fits any card this size: look at the card
+    assert "increase_tensor_parallel_size" not in actions  # never "--tensor-parallel-size 1"
+
+
+def test_a_v0_oom_in_the_samplers_sort_is_the_profiling_pass() -> None:
+    log = "\n".join(
+        [
+            "INFO 01-02 02:07:12 model_runner.py:1099] Loading model weights took 16.9583 GB",
+            "ERROR 01-02 02:39:17 worker_base.py:467]     logits_sort, logits_idx = logits.sort(dim=-1, descending=False)",
+            "ERROR 01-02 02:39:17 worker_base.py:467] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+            "380.00 MiB. GPU 0 has a total capacity of 23.64 GiB of which 14.81 MiB is free.",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.klass, top.phase) == ("cuda_oom", "profile_run")
+    assert top.remedies[0].action == "reduce_max_num_batched_tokens"
+
+
+def test_host_ram_failures_are_the_environment_not_gpu_memory() -> None:
+    mmap = (
+        "INFO 10-28 09:00:00 llm_engine.py:237] Initializing an LLM engine (v0.6.3.post1) with config: model='m'\n"
+        "RuntimeError: unable to mmap 18329065000 bytes from file </models/model.safetensors>: Cannot allocate memory (12)\n"
+    )
+    killed = (
+        "(raylet) A worker died or was killed while executing a task by an unexpected system error. "
+        "Worker exit type: SYSTEM_ERROR Worker exit detail: The leased worker has unrecoverable failure. "
+        "Worker is requested to be destroyed when it is returned. RPC Error message: Socket closed. "
+        "Possible causes: (1) The worker was killed by SIGKILL by OOM killer due to high memory usage.\n"
+    )
+    for log in (mmap, killed):
+        report = diagnose("INFO 01-01 00:00:00 api_server.py:1] vLLM API server version 0.6.3\n" + log)
+        top = report.diagnoses[0]
+        assert (report.verdict, top.remedies[0].action) == ("other", "fix_environment")
+        assert report.facts["environment_kind"] == "host memory"

@@ -95,6 +95,14 @@ KNOWN_MISSES = {
     "2307-": "a block-size crash in the KV set-up, its message cut: only the frames remain",
     "2308-": "a multimodal-profiling failure with its message cut; the thread's fix was --skip-mm-profiling",
     "2309-": "a Ray compiled-graph assertion with no answer in the thread",
+    "2404-": "a capture OOM at 0.98: eager mode and a lower fraction both work; no fix confirmed, the label reads the fraction",
+    "2407-": "the excerpt stops in the capture with no serving line; only the thread says it served",
+    "2455-": "a draft worker's capture OOM: eager mode and a lower fraction both work; no fix confirmed",
+    "2456-": "the OOM names no step and the model (Aria) is not in the catalog: read as the weights",
+    "2458-": "the fix was another lm-eval script; the log shows only a weights-sized OOM",
+    "2459-": "a research fork: the no-KV error on a small model, the card is what to look at; the label asks for more",
+    "2462-": "the OOM text is not in the file: only the engine's generic wrapper and the KV frames",
+    "2463-": "TP=2 on one visible GPU is said only in the thread (CUDA_VISIBLE_DEVICES is a shell variable)",
 }
 
 

@@ -357,10 +357,17 @@ def _phase_of_frames(frames: list[Event]) -> str | None:
     return found[0] if found else None
 
 
+_SAMPLER_OPS = ("logits.sort", "_apply_top_k_top_p")
+
+
 def _frame_of_phase(frames: list[Event]) -> tuple[str, Event] | None:
     # The deepest frame that names a phase wins (frames are listed outermost first).
+    sampler: Event | None = None
     for frame in reversed(frames):
         where = f"{frame.fields.get('file', '')} {frame.fields.get('function', '')}"
+        if frame.fields.get("function") in _SAMPLER_OPS or "layers/sampler.py" in where:
+            sampler = sampler or frame  # the sampler's own step: an outer frame may name it
+            continue
         if "model_executor/models/" in where and where.endswith(" __init__"):
             return "weight_loading", frame  # a model's layers are created (and their weights allocated) in __init__
         for phase, names in _PHASE_FRAMES:
@@ -372,6 +379,10 @@ def _frame_of_phase(frames: list[Event]) -> tuple[str, Event] | None:
         where = f"{frame.fields.get('file', '')} {frame.fields.get('function', '')}"
         if "model_executor/models/" in where and where.endswith(" forward"):
             return "profile_run", frame
+    if sampler is not None:
+        # V0's sampler runs at start-up only inside the profiling pass (V1's warm-up has frames
+        # under v1/sample/, which name it above)
+        return "profile_run", sampler
     return None
 
 
@@ -724,6 +735,8 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("environment_kind", event.fields["kind"], event, rank=1)
         elif event.kind == "no_gpu":
             sink.put("no_gpu_reason", event.fields["reason"], event, rank=1)
+        elif event.kind == "kernel_length_limit":
+            sink.put("max_model_len_kernel_limit", event.fields["limit"], event, rank=1)
         elif event.kind == "unified_memory":
             sink.put("unified_memory_device", event.fields["device"], event, rank=1)
         elif event.kind == "logo_model" or (event.kind == "version" and "model" in event.fields):

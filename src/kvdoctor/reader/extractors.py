@@ -272,6 +272,10 @@ _GAUDI_WEIGHTS = (
 # the steps a traceback's code lines name (`self.model_executor.determine_num_available_blocks()`
 # under a `_initialize_kv_caches` frame): the deepest one says which step failed
 _CODE_LINE_STEPS = (
+    # the sampler's top-k/top-p sort: at start-up it runs inside the profiling pass (V0) or the
+    # sampler warm-up (V1, whose frames say so)
+    "logits.sort",
+    "_apply_top_k_top_p",
     "capture_model",
     "_dummy_sampler_run",
     "profile_run",
@@ -436,9 +440,20 @@ def _environment_error(m: re.Match[str]) -> Fields:
         kind = "disk"
     elif "shm" in text:
         kind = "shared memory"
+    elif "mmap" in text or "oom killer" in text or "killed process" in text:
+        kind = "host memory"
     else:
         kind = "cluster"
     return {"reason": m.group(1).strip(), "kind": kind}
+
+
+def _kernel_length_limit(m: re.Match[str]) -> Fields | None:
+    """The longest length the kernel's shared memory allows: 4 bytes of logits per token plus a
+    fixed part (required − 4 × max_model_len), rounded down to 256 tokens."""
+    length, required, available = int(m.group(1)), float(m.group(2)), float(m.group(3))
+    fixed = required - 4 * length
+    limit = int((available - fixed) // 4) // 256 * 256
+    return {"limit": limit} if 0 < limit < length else None
 
 
 def _exception(m: re.Match[str]) -> Fields:
@@ -546,14 +561,32 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "shm-size",
             "placement group",
             "No available node types can fulfill",
+            "unable to mmap",
+            "OOM killer",
+            "Out of memory: Killed process",
         ),
         _F(
             r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
             r"Not enough free disk space|No space left on device|"
             r"exceeds memory available in /dev/shm|--shm-size|"
-            r"Waiting for creating a placement group|No available node types can fulfill resource request)"
+            r"Waiting for creating a placement group|No available node types can fulfill resource request|"
+            # the host (or the container) out of RAM: a checkpoint shard that cannot be mapped
+            # (errno 12), the kernel's OOM killer named by Ray or dmesg
+            r"unable to mmap \d+ bytes from file .{0,300}?Cannot allocate memory|"
+            r"killed by SIGKILL by OOM killer|OOM killer due to high memory usage|Out of memory: Killed process \d+)"
         ),
         _environment_error,
+    ),
+    # vLLM 0.2's paged-attention kernel kept a whole sequence's logits in shared memory: a
+    # length whose required shared memory exceeds the GPU's is refused after the KV cache is sized
+    Extractor(
+        "kernel_length_limit",
+        ("required shared memory",),
+        _F(
+            r"max_model_len=(\d+) with block_size=\d+ .*?\(required shared memory (\d+(?:\.\d+)?) > "
+            r"available shared memory (\d+)\)"
+        ),
+        _kernel_length_limit,
     ),
     # a device whose GPU memory is the host's RAM: the fraction takes from what the OS needs
     Extractor(
@@ -1130,7 +1163,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "frame",
         tuple(f"{name}(" for name in _CODE_LINE_STEPS),
         # (indented as Python prints it, or with the indent lost behind a log shipper's prefix)
-        _F(r"^(?:\s+.*?|\s*(?:[\w.\[\]]+\s*=\s*)?self\.[\w.]*?)\b(" + "|".join(_CODE_LINE_STEPS) + r")\("),
+        _F(r"^(?:\s+.*?|\s*(?:[\w.\[\]]+\s*=\s*)?self\.[\w.]*?)\b(" + "|".join(map(re.escape, _CODE_LINE_STEPS)) + r")\("),
         lambda m: {"file": "<code>", "function": m.group(1)},
     ),
     # uvicorn's own level format: "ERROR:    [Errno 98] error while attempting to bind on address …"

@@ -156,6 +156,7 @@ KNOWN_FACTS = frozenset(
         "unified_memory_device",
         "batch_follows_length",
         "no_gpu_reason",
+        "max_model_len_kernel_limit",
         "memory_error_seen",
         "environment_reason",
         "oom_device",
