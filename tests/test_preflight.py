@@ -222,6 +222,9 @@ def test_command_model_too_large_for_the_budget(capsys: pytest.CaptureFixture[st
     data = json.loads(capsys.readouterr().out)
     assert data["required_gib"] > 100
     assert data["reason"].startswith("0.50 × total gives 39.82 GiB but the model needs ")
+    assert main([*base, *large]) == 1  # the text says why, not only "NOT READY"
+    text = capsys.readouterr().out
+    assert "NOT READY" in text and "0.50 × total gives 39.82 GiB but the model needs " in text
 
 
 def test_the_command_the_reports_print_runs_as_printed() -> None:

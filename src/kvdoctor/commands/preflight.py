@@ -337,8 +337,8 @@ def render_text(result: PreflightResult) -> str:
             f"{c.device.total_gib or 0:.2f} GiB, needs {c.need_gib:.2f} GiB: {verdict}"
         )
         lines.extend(f"    held by {_who(p)}" for p in c.holders if not c.ok)
-    if result.readiness is Readiness.READY:
-        lines.append(f"  {result.reason}")
+    if result.readiness is Readiness.READY or (result.checks and all(c.ok for c in result.checks)):
+        lines.append(f"  {result.reason}")  # ready; or free memory is there and the model does not fit
     elif result.max_util_now is not None:
         lines.append(f"largest --gpu-memory-utilization that fits now: {result.max_util_now:.2f}")
     return "\n".join(lines)

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         error("run: --retry must be >= 0; give how many relaunches kvdoctor may make")
         return EXIT_USAGE
     snapshot: Snapshot | None = None
-    if args.preflight or args.wait is not None or args.require_gpu:
+    if args.preflight or args.wait is not None or args.require_gpu or args.probe_file:
         refusal, snapshot = _preflight(args, argv)
         if refusal is not None:
             return refusal
