@@ -679,3 +679,26 @@ def test_host_ram_failures_are_the_environment_not_gpu_memory() -> None:
         top = report.diagnoses[0]
         assert (report.verdict, top.remedies[0].action) == ("other", "fix_environment")
         assert report.facts["environment_kind"] == "host memory"
+
+
+def test_a_pydantic_validation_error_is_read_for_its_reason() -> None:
+    log = (
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+        "  Value error, Model architectures ['Qwen3TTSForConditionalGeneration'] failed to be inspected. "
+        "Please check the logs for more details. [type=value_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]\n"
+    )
+    report = diagnose(log)
+    assert report.facts["error_message"].startswith("Model architectures ['Qwen3TTSForConditionalGeneration']")
+    assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_environment")
+
+
+def test_a_tpu_kernel_out_of_scratch_memory_is_the_length_not_hbm() -> None:
+    log = (
+        "INFO 09-09 10:00:00 llm_engine.py:1] Initializing an LLM engine (v0.6.0) with config: model='m', "
+        "max_seq_len=16384, device_config=tpu\n"
+        "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory "
+        "in memory space smem. Used 1.00M of 1.00M smem. Exceeded smem capacity by 1.7K.\n"
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.klass, top.remedies[0].action, top.remedies[0].value) == ("other", "lower_max_model_len", 8192)
+    assert "lower_gpu_memory_utilization" in [a.action for a in top.avoid]

@@ -103,6 +103,9 @@ KNOWN_MISSES = {
     "2459-": "a research fork: the no-KV error on a small model, the card is what to look at; the label asks for more",
     "2462-": "the OOM text is not in the file: only the engine's generic wrapper and the KV frames",
     "2463-": "TP=2 on one visible GPU is said only in the thread (CUDA_VISIBLE_DEVICES is a shell variable)",
+    "2555-": "an NPU OOM with DP and TP both set by environment variables: the thread asks for more",
+    "2559-": "the OOM line is not in the file: what is there is a healthy start-up",
+    "2563-": "an OOM by this process's own weights with the model's size unknown: the thread asks for more",
 }
 
 

@@ -684,6 +684,8 @@ _WRAPPER_MESSAGES = (
     "WorkerProc",
     "See root cause",
     "please check the stack",
+    # pydantic's headline; its reason is on the next line ("Value error, …")
+    "validation error for ",
 )
 
 

@@ -1168,6 +1168,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
     ),
     # uvicorn's own level format: "ERROR:    [Errno 98] error while attempting to bind on address …"
     Extractor("exception", ("[Errno",), _F(r"^ERROR:\s+\[Errno (\d+)\] (.*)"), _uvicorn_error),
+    # pydantic's ValidationError (vLLM 0.10+ config classes) puts the reason on the next, indented
+    # line: "  Value error, Model architectures [...] failed to be inspected. … [type=value_error, …]"
+    Extractor(
+        "exception",
+        ("Value error, ",),
+        _F(r"^\s*Value error, (.+?)(?:\s*\[type=value_error\b.*)?$"),
+        lambda m: {"type": "ValueError", "message": m.group(1).strip()},
+    ),
     # vllm-ascend and the RunPod worker's own lines
     Extractor(
         "available_kv_memory", ("total memory:",), _F(r"Available memory: (-?\d+), total memory: (\d+)"), _ascend_memory
