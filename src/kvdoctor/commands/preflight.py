@@ -29,7 +29,6 @@ from kvdoctor.live.fixcmd import DEFAULT_UTILIZATION
 from kvdoctor.probe import FileProbe, GpuProbe, NvmlProbe, ProbeError, snapshot_to_dict
 from kvdoctor.probe.snapshot import Device, Process, Snapshot
 
-
 CONTEXT_GIB = 0.5  # the CUDA context and allocator slack vLLM takes before its free-memory check
 
 

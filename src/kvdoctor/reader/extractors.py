@@ -1163,7 +1163,11 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "frame",
         tuple(f"{name}(" for name in _CODE_LINE_STEPS),
         # (indented as Python prints it, or with the indent lost behind a log shipper's prefix)
-        _F(r"^(?:\s+.*?|\s*(?:[\w.\[\]]+\s*=\s*)?self\.[\w.]*?)\b(" + "|".join(map(re.escape, _CODE_LINE_STEPS)) + r")\("),
+        _F(
+            r"^(?:\s+.*?|\s*(?:[\w.\[\]]+\s*=\s*)?self\.[\w.]*?)\b("
+            + "|".join(map(re.escape, _CODE_LINE_STEPS))
+            + r")\("
+        ),
         lambda m: {"file": "<code>", "function": m.group(1)},
     ),
     # uvicorn's own level format: "ERROR:    [Errno 98] error while attempting to bind on address …"
