@@ -702,3 +702,55 @@ def test_a_tpu_kernel_out_of_scratch_memory_is_the_length_not_hbm() -> None:
     top = diagnose(log).diagnoses[0]
     assert (top.klass, top.remedies[0].action, top.remedies[0].value) == ("other", "lower_max_model_len", 8192)
     assert "lower_gpu_memory_utilization" in [a.action for a in top.avoid]
+
+
+def test_vllms_eager_mode_advice_is_not_read_as_the_setting() -> None:
+    log = (
+        "INFO 07-01 10:00:00 model_runner.py:1] Capturing the model for CUDA graphs. This may lead to unexpected "
+        "consequences if the model is not static. To run the model in eager mode, set 'enforce_eager=True' or use "
+        "'--enforce-eager' in the CLI.\n"
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 70.00 MiB. GPU 0 has a total capacity "
+        "of 23.64 GiB of which 50.00 MiB is free.\n"
+    )
+    report = diagnose(log)
+    assert "enforce_eager" not in report.facts
+    assert report.diagnoses[0].remedies[0].action == "enforce_eager"
+
+
+def test_settings_spelled_the_way_embedding_frameworks_spell_them_are_read() -> None:
+    swift = "swift rollout --model Qwen/Qwen3-8B --vllm_tensor_parallel_size 2 --vllm_max_model_len 16384 --vllm_gpu_memory_utilization 0.6\n"
+    verl = (
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.gpu_memory_utilization=0.4 "
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=2\n"
+    )
+    error = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n"
+    facts = diagnose(swift + error).facts
+    assert (facts["gpu_memory_utilization"], facts["max_model_len"], facts["tensor_parallel_size"]) == (0.6, 16384, 2)
+    facts = diagnose(verl + error).facts
+    assert (facts["gpu_memory_utilization"], facts["tensor_parallel_size"]) == (0.4, 2)
+
+
+def test_an_oom_in_the_sleep_mode_allocator_gives_the_trainer_its_share() -> None:
+    report = diagnose("Runtime Error: Cuda error: out of memory at /workspace/csrc/cumem_allocator.cpp: 62\n")
+    top = report.diagnoses[0]
+    assert (top.klass, top.remedies[0].action) == ("cuda_oom", "lower_gpu_memory_utilization")
+    assert "raise_gpu_memory_utilization" in [a.action for a in top.avoid]
+
+
+def test_the_kernels_oom_killer_in_dmesg_is_host_memory() -> None:
+    log = "[12345.678] VLLM::Worker_TP invoked oom-killer: gfp_mask=0x102cc2(GFP_HIGHUSER), order=0\n"
+    report = diagnose(log)
+    assert (report.verdict, report.facts["environment_kind"]) == ("other", "host memory")
+
+
+def test_a_max_len_error_re_wrapped_at_its_parentheses_keeps_its_figures() -> None:
+    log = (
+        "(EngineCore_DP0 pid=1) ERROR 10-08 20:33:48 [core.py:708] ValueError: \n"
+        "To serve at least one request with the models's max seq len (40960), \n"
+        "(5.62 GiB KV cache is needed, which is larger than the available KV cache memory (4.50 GiB). \n"
+        "Based on the available memory, the estimated maximum model length is 32768. \n"
+        "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n"
+    )
+    report = diagnose(log)
+    assert (report.facts["needed_kv_gib"], report.facts["kv_cache_gib"]) == (5.62, 4.5)
+    assert report.diagnoses[0].remedies[0].value == 32768

@@ -106,6 +106,13 @@ KNOWN_MISSES = {
     "2555-": "an NPU OOM with DP and TP both set by environment variables: the thread asks for more",
     "2559-": "the OOM line is not in the file: what is there is a healthy start-up",
     "2563-": "an OOM by this process's own weights with the model's size unknown: the thread asks for more",
+    "2503-": "the OOM is only in the thread's title: the file has the engine's generic wrapper",
+    "2504-": "the AttributeError is only in the thread's title: the file's traceback is cut",
+    "2505-": "16 GiB held on a 95 GiB card: a smaller fraction and a free GPU both work; the label frees it",
+    "2508-": "the author's condensed rendering of the OOM, not vLLM's or torch's lines",
+    "2511-": "the PTX error is only in the thread's title: the file has verl's frames",
+    "2512-": "the capture crash's text is not in the file",
+    "2514-": "a capture OOM: the maintainer's fix was another card for the embedding model, which the log does not show",
 }
 
 

@@ -78,7 +78,8 @@ _DUMP_KEYS = {
 # Figures where ranks may differ and vLLM keeps the smallest (V0 min over workers, V1 unify).
 _MIN_ACROSS_RANKS = frozenset({"kv_cache_gib", "gpu_blocks", "kv_cache_tokens", "max_concurrency"})
 # Kinds whose figures are the runtime truth and beat configuration dumps.
-_CONFIG_KINDS = ("config_value", "command_line", "args", "engine_banner")
+# the kinds that carry engine settings, with the rank of each (a lower rank is the stronger source)
+_CONFIG_KINDS = {"config_value": 0, "wrapper_setting": 0, "command_line": 0, "args": 1, "engine_banner": 2}
 
 
 @dataclass
@@ -474,6 +475,9 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
         if phase == "cuda_graph_profile":
             phase = "profile_run"
     sink.put("oom_phase", phase or "unknown", event, rank=3 if phase else 1)
+    if "cumem_allocator" in event.text:
+        # vLLM's CuMemAllocator: sleep mode, which RL frameworks use to share the GPU with a trainer
+        sink.put("oom_cumem_allocator", True, event, rank=2)
     if f.get("device"):
         sink.put("oom_device", str(f["device"]).upper(), event, rank=2)  # CUDA, HIP, XPU, NPU, TPU
     for key, name in (
@@ -716,7 +720,7 @@ def attempt_facts(attempt: Attempt) -> Facts:
     sink = _FactSink()
     for event in attempt.events:
         if event.kind in _CONFIG_KINDS:
-            rank = {"config_value": 0, "command_line": 0, "args": 1, "engine_banner": 2}[event.kind]
+            rank = _CONFIG_KINDS[event.kind]
             values = event.fields.get("flags")
             if values is None:
                 values = parse_dump(event.fields.get("dump", ""))

@@ -218,6 +218,28 @@ _KEYWORD = (
 )
 
 
+_PREFIXED = {
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "max_model_len": "max_model_len",
+    "tensor_parallel_size": "tensor_parallel_size",
+    "tensor_model_parallel_size": "tensor_parallel_size",
+    "max_num_seqs": "max_num_seqs",
+    "max_num_batched_tokens": "max_num_batched_tokens",
+}
+_PREFIXED_SETTING = (
+    r"(?:--vllm[_-]|\brollout\.)("
+    + "|".join(n.replace("_", "[_-]") for n in _PREFIXED)
+    + r")(?:=|\s+)(\d+(?:\.\d+)?)\b"
+)
+
+
+def _prefixed_settings(m: re.Match[str]) -> Fields:
+    flags: dict[str, Any] = {}
+    for name, raw in re.findall(_PREFIXED_SETTING, m.string):
+        flags.setdefault(_PREFIXED[name.replace("-", "_")], float(raw) if "." in raw else int(raw))
+    return {"flags": flags}
+
+
 # the model a wrapper or a Python call names: LLM(model="lmsys/vicuna-7b-v1.3"), lm-eval's
 # {'pretrained': '/models/Llama3.1-70B-Instruct', …}, a JSON {"model": "…"}
 _MODEL_KEYWORD = r"""(?:\bLLM\(\s*|['"](?:pretrained|model)['"]\s*:\s*|\bmodel\s*=\s*)['"]([^'"\s]{3,})['"]"""
@@ -230,7 +252,9 @@ def _keyword_settings(m: re.Match[str]) -> Fields:
         flags["model"] = model.group(1)
     for name, raw in re.findall(_KEYWORD, m.string):
         if raw in ("True", "False", "true", "false"):
-            if name == "enforce_eager":
+            # (not vLLM's own advice before the capture: "To run the model in eager mode, set
+            # 'enforce_eager=True' or use '--enforce-eager'")
+            if name == "enforce_eager" and "in eager mode, set" not in m.string:
                 flags[name] = raw in ("True", "true")
             continue
         flags.setdefault(name, float(raw) if "." in raw else int(raw))
@@ -440,7 +464,7 @@ def _environment_error(m: re.Match[str]) -> Fields:
         kind = "disk"
     elif "shm" in text:
         kind = "shared memory"
-    elif "mmap" in text or "oom killer" in text or "killed process" in text:
+    elif "mmap" in text or "oom killer" in text or "oom-killer" in text or "killed process" in text:
         kind = "host memory"
     else:
         kind = "cluster"
@@ -564,6 +588,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "unable to mmap",
             "OOM killer",
             "Out of memory: Killed process",
+            "invoked oom-killer",
         ),
         _F(
             r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
@@ -573,7 +598,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
             # the host (or the container) out of RAM: a checkpoint shard that cannot be mapped
             # (errno 12), the kernel's OOM killer named by Ray or dmesg
             r"unable to mmap \d+ bytes from file .{0,300}?Cannot allocate memory|"
-            r"killed by SIGKILL by OOM killer|OOM killer due to high memory usage|Out of memory: Killed process \d+)"
+            r"killed by SIGKILL by OOM killer|OOM killer due to high memory usage|Out of memory: Killed process \d+|"
+            r"invoked oom-killer)"
         ),
         _environment_error,
     ),
@@ -881,7 +907,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "max_len_error",
         ("KV cache is needed",),
         _F(
-            r"(?<![\w(])(\d+(?:\.\d+)?) ?GiB KV cache is needed,? (?:which is larger than the )?"
+            r"(?<![\w(.])(\d+(?:\.\d+)?) ?GiB KV cache is needed,? (?:which is larger than the )?"
             r"available(?: KV cache memory)? \(?(-?\d+(?:\.\d+)?) ?GiB"
         ),
         lambda m: {"needed_kv_gib": _g(m, 1), "kv_cache_gib": _g(m, 2)},
@@ -915,7 +941,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
     ),
     # §10 PyTorch OOM, every wording
     Extractor("cuda_oom", ("out of memory",), _F(r"(CUDA|XPU|NPU|HIP) out of memory\."), _cuda_oom),
-    Extractor("cuda_oom", ("out of memory",), _F(r"(CUDA|NPU) error: out of memory"), _cuda_oom),
+    # (vLLM's cumem allocator, sleep mode: "Cuda error: out of memory at …/cumem_allocator.cpp: 62")
+    Extractor("cuda_oom", ("out of memory",), _F(r"(?i)(CUDA|NPU) error: out of memory"), _cuda_oom),
     Extractor("cuda_oom", ("OutOfMemoryError",), _F(r"(NPU|XPU)?\w*OutOfMemoryError"), _cuda_oom),
     # §8.3 / §9.3 related messages
     Extractor(
@@ -1111,6 +1138,15 @@ EXTRACTORS: tuple[Extractor, ...] = (
         (*_KEYWORD_SETTINGS, "LLM(model", "'pretrained'"),
         _F(_KEYWORD + "|" + _MODEL_KEYWORD),
         _keyword_settings,
+    ),
+    # the engine's settings as the frameworks that embed vLLM spell them: ms-swift, OpenRLHF and TRL
+    # (`--vllm_gpu_memory_utilization 0.6`, `--vllm_max_model_len 16384`), verl's Hydra overrides
+    # (`actor_rollout_ref.rollout.gpu_memory_utilization=0.6`, `rollout.tensor_model_parallel_size=2`)
+    Extractor(
+        "wrapper_setting",
+        ("vllm_", "rollout."),
+        _F(_PREFIXED_SETTING),
+        _prefixed_settings,
     ),
     # an exception quoted after other words (a ticket title: "vllm 跨主机启动失败 RuntimeError: NCCL error: …")
     Extractor(

@@ -157,6 +157,7 @@ KNOWN_FACTS = frozenset(
         "batch_follows_length",
         "no_gpu_reason",
         "max_model_len_kernel_limit",
+        "oom_cumem_allocator",
         "memory_error_seen",
         "environment_reason",
         "oom_device",

@@ -27,7 +27,9 @@ _NEW_RECORD = re.compile(
 # start-up summary split after "on startup.").
 _KNOWN_CONTINUATION = re.compile(
     r"^\s*(?:Desired GPU memory utilization is|Actual usage (?:is|:)|Replace gpu_memory_utilization|"
-    r"Based on the available memory|the estimated maximum model length|Current kv cache memory)"
+    r"Based on the available memory|the estimated maximum model length|Current kv cache memory|"
+    # the max-len error re-wrapped before its "(X GiB KV cache is needed" part
+    r"\(\d+(?:\.\d+)? GiB KV cache is needed|Try increasing `gpu_memory_utilization`)"
 )
 _WRAP_START = re.compile(r"^[a-z0-9_./)\]},'\"-]")
 _KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")  # a Kubernetes/glog record header (peeled off the text)
