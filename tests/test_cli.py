@@ -46,7 +46,7 @@ def test_text_output_shows_verdict_evidence_remedies_avoid_and_budget(
 def test_chinese_output(capsys: pytest.CaptureFixture[str]) -> None:
     main(["diagnose", "--lang", "zh", str(CORPUS / "027-v1-laptop-4gb-free-memory-322of40.log")])
     out = capsys.readouterr().out
-    assert out.startswith("结论：insufficient_free_memory_at_startup") and "不要这样做" in out
+    assert out.startswith("结论：启动时空闲显存不足") and "不要这样做" in out  # the class by its zh name (issue 16)
 
 
 def test_markdown_output(capsys: pytest.CaptureFixture[str]) -> None:

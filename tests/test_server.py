@@ -603,7 +603,7 @@ def test_real_server_slash_command_share_and_lang_flags(served: Served, mock_sla
     [reply] = mock_slack.wait_for(hook)
     assert reply["response_type"] == "in_channel"
     assert "结论" in texts(reply["blocks"])
-    assert "`insufficient_free_memory_at_startup`" in texts(reply["blocks"])
+    assert "启动时空闲显存不足" in texts(reply["blocks"])  # the class by its zh name (issue 16)
     assert not [b for b in reply["blocks"] if b["type"] == "actions"]
 
 

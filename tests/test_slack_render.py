@@ -92,7 +92,7 @@ def test_cause_of_no_cache_blocks_is_shown() -> None:
 def test_chinese_headings_follow_lang() -> None:
     records = records_for(FREE_MEMORY, lang="zh")
     texts = block_texts(render_blocks(records).blocks)
-    assert texts[0].startswith("*结论：`insufficient_free_memory_at_startup`*")
+    assert texts[0].startswith("*结论：启动时空闲显存不足*")  # the class by its zh name (issue 16)
     assert any(t.startswith("*按顺序这样做：*") for t in texts)
 
 

@@ -77,3 +77,17 @@ def test_the_chinese_meta_line_and_notes_are_in_chinese() -> None:
 
     out = render(diagnose(Path(__file__).parents[1] / "examples" / "max-model-len-too-large.log", lang="zh"), "text")
     assert "规则 max-model-len-too-large · 错误 · 高置信度" in out and "confidence" not in out
+
+
+_FULL_WIDTH_GAP = re.compile(r"\s[，。；：（）、！？]|[，。；：（）、！？]\s")
+
+
+@pytest.mark.parametrize(("rule", "where", "text"), CASES, ids=[f"{r.id}:{w}" for r, w, _ in CASES])
+def test_no_half_width_space_sits_beside_full_width_punctuation(rule, where, text) -> None:  # type: ignore[no-untyped-def]
+    """YAML folding and optional segments leave spaces ("GiB 。", "， 4"); Chinese puts none there."""
+    template = pick(text, "zh")
+    names = {m.group(1) for m in _TEMPLATE.finditer(template)}
+    for facts in ({n: Fact(n, 1.5, None, None, True, "log") for n in names}, {}):
+        out = render_template(template, facts, {"value": 1.5 if facts else None}, "zh")
+        found = _FULL_WIDTH_GAP.search(out)
+        assert found is None, f"{rule.id} {where}: {found.group(0)!r} in {out!r}"

@@ -15,10 +15,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dirs", nargs="*", metavar="DIR", help="rule directories (default: the built-in rules)")
 
 
-def _load(dirs: list[str]) -> list[Rule] | None:
+def _load(dirs: list[str], *, lint: bool = False) -> list[Rule] | None:
     paths = [Path(d) for d in dirs] or [builtin_rules_dir()]
     try:
-        return load_rules(paths)
+        return load_rules(paths, lint=lint)  # lint: also that each text's languages agree
     except RuleLoadError as exc:
         print(str(exc), file=sys.stderr)
         print(f"kvdoctor: {len(exc.errors)} problem(s) in rule files", file=sys.stderr)
@@ -48,7 +48,7 @@ def _test(rules: list[Rule]) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    rules = _load(args.dirs)
+    rules = _load(args.dirs, lint=args.action == "lint")
     if rules is None:
         return EXIT_USAGE
     if args.action == "list":

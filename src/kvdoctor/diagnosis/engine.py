@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from kvdoctor.diagnosis import conditions
+from kvdoctor.diagnosis import conditions, terms
 from kvdoctor.diagnosis.report import AttemptReport, Avoid, Diagnosis, Evidence, Remedy
 from kvdoctor.diagnosis.rules import CONFIDENCES, Rule, Text
 from kvdoctor.reader.facts import Fact, Facts
@@ -29,7 +29,8 @@ def _lookup(facts: Facts) -> conditions.Lookup:
 
 
 _CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
-_CJK_GAP = re.compile(f"(?<=[{_CJK}])\\s+(?=[{_CJK}])")
+# between two Chinese characters, and on either side of full-width punctuation ("GiB 。", "， 4")
+_CJK_GAP = re.compile(f"(?<=[{_CJK}])\\s+(?=[{_CJK}])|\\s+(?=[，。；：（）、！？])|(?<=[，。；：（）、！？])\\s+")
 
 
 def pick(text: Text, lang: str) -> str:
@@ -87,8 +88,8 @@ def render_template(template: str, facts: Facts, extra: dict[str, Any] | None = 
             return "?"
         if isinstance(value, list):
             return ", ".join(str(v) for v in value)
-        if isinstance(value, str):
-            return _in_lang(value, lang)
+        if isinstance(value, str):  # an id (a phase: "sampler_warmup") by its name in `lang`
+            return _in_lang(terms.fact_value(lang, name, value), lang)
         if isinstance(value, float) and abs(value) < 0.005:
             value = 0.0  # never "-0.00 GiB"
         try:

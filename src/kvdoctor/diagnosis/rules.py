@@ -232,7 +232,9 @@ def _mapping_marks(node: yaml.Node) -> dict[str, yaml.Node]:
     return {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
 
 
-def load_rule(path: Path) -> tuple[Rule | None, list[RuleError]]:
+def load_rule(path: Path, *, lint: bool = False) -> tuple[Rule | None, list[RuleError]]:
+    """The rule in `path` and every problem in it; `lint` adds what only `kvdoctor rules lint`
+    checks (that each text's languages say the same thing: `_check_parity`)."""
     import yaml
 
     loader = _Loader(path)
@@ -253,6 +255,8 @@ def load_rule(path: Path) -> tuple[Rule | None, list[RuleError]]:
         return None, loader.errors
     loader.marks = _mapping_marks(node)
     rule = _build(loader, data)
+    if lint:
+        _check_parity(loader, data)
     return (rule if not loader.errors else None), loader.errors
 
 
@@ -449,6 +453,75 @@ def _check_template(ld: _Loader, text: Text, defines: dict[str, Node], key: str)
                 ld.at(key.split("[")[0], f"{key}: template cites unknown fact {name!r}")
 
 
+# ---- en/zh parity (lint only): every language tells the operator the same figures ----------
+
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_][\w.]*(?::[^{}]*)?\}")
+_FLAG = re.compile(r"(?<![A-Za-z0-9_-])--[A-Za-z][\w-]*")  # (ASCII: a CJK character is \w too)
+# a literal number ("0.95", "2048", "0.9.1"), not a digit inside a name ("V1", "fp8", "H100")
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:\.\d+)*")
+
+
+def _facets(text: str) -> dict[str, Any]:
+    """What a text says that a translation must say too: the figures it cites (with their
+    format), how many optional segments, the flags and the literal numbers."""
+    bare = _PLACEHOLDER.sub(" ", text)
+    return {
+        "placeholder": set(_PLACEHOLDER.findall(text)),
+        "segments": text.count("[["),
+        "flag": set(_FLAG.findall(bare)),
+        "number": set(_NUMBER.findall(bare)),
+    }
+
+
+def parity_problems(en: str, other: str, lang: str = "zh") -> list[str]:
+    """How `other` (the `lang` text) differs from `en`; empty when they cite the same things."""
+    a, b = _facets(en), _facets(other)
+    out = []
+    if a["segments"] != b["segments"]:
+        out.append(f"{a['segments']} [[ ]] segment(s) in en, {b['segments']} in {lang}")
+    for facet in ("placeholder", "flag", "number"):
+        out += [f"{facet} {item} only in en" for item in sorted(a[facet] - b[facet])]
+        out += [f"{facet} {item} only in {lang}" for item in sorted(b[facet] - a[facet])]
+    return out
+
+
+def _text_nodes(ld: _Loader, data: dict[str, Any]) -> Iterable[tuple[str, Any, yaml.Node | None]]:
+    """(field, text value, its YAML node) for every text of the rule."""
+    for key in ("title", "explain"):
+        yield key, data.get(key), ld.marks.get(key)
+    for key, field_name in (("remedies", "text"), ("avoid", "why")):
+        items = data.get(key)
+        node = ld.marks.get(key)
+        if not isinstance(items, list) or node is None:
+            continue
+        for i, (item, item_node) in enumerate(zip(items, getattr(node, "value", []), strict=False)):
+            if isinstance(item, dict):
+                yield f"{key}[{i}].{field_name}", item.get(field_name), _mapping_marks(item_node).get(field_name)
+
+
+def _check_parity(ld: _Loader, data: dict[str, Any]) -> None:
+    """Each translation of a text cites the same figures, optional segments, flags and numbers
+    as its en text (issue 16: zh told operators other numbers than en, and lint passed it)."""
+    for key, value, node in _text_nodes(ld, data):
+        if not isinstance(value, dict) or not isinstance(value.get("en"), str):
+            continue
+        marks = _mapping_marks(node) if node is not None else {}
+        for lang, text in value.items():
+            if lang == "en" or not isinstance(text, str):
+                continue
+            problems = parity_problems(value["en"], text, str(lang))
+            if problems:
+                where = marks.get(lang)
+                line = where.start_mark.line + 1 if where is not None else 1
+                col = where.start_mark.column + 1 if where is not None else 1
+                ld.error(
+                    f"{key}: the {lang} text does not say what the en text says ({'; '.join(problems)}); "
+                    "give both the same figures, [[ ]] segments, flags and numbers",
+                    line,
+                    col,
+                )
+
+
 def _bounds(ld: _Loader, raw: Any) -> tuple[tuple[str, str], ...]:
     if raw is None:
         return ()
@@ -482,9 +555,9 @@ def _examples(ld: _Loader, raw: Any) -> Iterable[Example]:
                 ld.at("examples", f"examples.{expect}: each item is a fixture path or {{log: …}}")
 
 
-def load_rules(dirs: Iterable[Path]) -> list[Rule]:
+def load_rules(dirs: Iterable[Path], *, lint: bool = False) -> list[Rule]:
     """Rules from each directory in order; a later directory overrides an id. Raises
-    RuleLoadError listing every problem in every file."""
+    RuleLoadError listing every problem in every file (with `lint`, the linter's checks too)."""
     by_id: dict[str, Rule] = {}
     errors: list[RuleError] = []
     for directory in dirs:
@@ -492,7 +565,7 @@ def load_rules(dirs: Iterable[Path]) -> list[Rule]:
             errors.append(RuleError(str(directory), 1, 1, "not a directory of rule files"))
             continue
         for path in sorted(directory.glob("*.yaml")):
-            rule, problems = load_rule(path)
+            rule, problems = load_rule(path, lint=lint)
             errors.extend(problems)
             if rule is not None:
                 by_id[rule.id] = rule

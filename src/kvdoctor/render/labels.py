@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kvdoctor.diagnosis.terms import Kind, term
+
 LABELS: dict[str, dict[str, str]] = {
     "en": {
         "verdict": "Verdict",
@@ -22,6 +24,13 @@ LABELS: dict[str, dict[str, str]] = {
         "high": "high confidence",
         "medium": "medium confidence",
         "low": "low confidence",
+        "cause": "cause",
+        "phase": "phase",
+        "attempts": "{n} start-up attempts in {source}; showing the last (lines {start}–{end})",
+        "budget_of": " (budget {util} × total)",
+        "unused": "unused budget",
+        "outside": "outside the fraction",
+        "shortened": "… (message shortened: the rest is in the attached snippet / next message)",
     },
     "zh": {
         "verdict": "结论",
@@ -42,8 +51,26 @@ LABELS: dict[str, dict[str, str]] = {
         "high": "高置信度",
         "medium": "中等置信度",
         "low": "低置信度",
+        "cause": "起因",
+        "phase": "阶段",
+        "attempts": "{source} 中有 {n} 次启动尝试；显示最后一次（第 {start}–{end} 行）",
+        "budget_of": "（预算 = {util} × 总显存）",
+        "unused": "未用的预算",
+        "outside": "比例之外",
+        "shortened": "…（消息已缩短：其余内容见附件片段或下一条消息）",
     },
 }
+
+
+def name(lang: str, kind: Kind, value: str) -> str:
+    """An id (a class, cause, phase, remedy action, budget figure) as a reader of `lang` calls it;
+    the one table is `kvdoctor.diagnosis.terms`, which rule sentences use too."""
+    return term(lang, kind, value)
+
+
+def sep(lang: str) -> str:
+    """Between the items of a list: "、" in Chinese, ", " otherwise."""
+    return "、" if lang == "zh" else ", "
 
 
 def label(lang: str, key: str) -> str:

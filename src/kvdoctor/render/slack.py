@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
-from kvdoctor.render.labels import colon, label, mark
+from kvdoctor.render.labels import colon, label, mark, name, sep
+from kvdoctor.render.markdown import also_item
+from kvdoctor.render.notes import note_text
 
 MAX_BLOCKS = 50
 MAX_SECTION = 3000
@@ -114,33 +116,48 @@ def _value(v: Any) -> str:
     return "" if v is None else f" → `{esc(v)}`"
 
 
-def _headline(records: dict[str, Any]) -> str:
-    lang = records.get("lang", "en")
+def _dash(lang: str) -> str:
+    return "——" if lang == "zh" else " — "
+
+
+def _headline(records: dict[str, Any], lang: str) -> str:
     diagnoses = records.get("diagnoses") or []
-    title = f" — {esc(diagnoses[0]['title'])}" if diagnoses else ""
-    return f"*{label(lang, 'verdict')}{colon(lang)}`{esc(records['verdict'])}`*{title}"
+    title = f"{_dash(lang)}{esc(diagnoses[0]['title'])}" if diagnoses else ""
+    verdict = esc(name(lang, "class", records["verdict"]))
+    return f"*{label(lang, 'verdict')}{colon(lang)}{verdict if lang == 'zh' else f'`{verdict}`'}*{title}"
 
 
-def fallback_text(records: dict[str, Any]) -> str:
+def fallback_text(records: dict[str, Any], lang: str | None = None) -> str:
     """The notification / screen-reader text of the message."""
+    lang = lang or records.get("lang", "en")
     diagnoses = records.get("diagnoses") or []
-    title = f" — {diagnoses[0]['title']}" if diagnoses else ""
-    return esc(f"kvdoctor: {records['verdict']}{title}"[:FALLBACK_CHARS])
+    title = f"{_dash(lang)}{diagnoses[0]['title']}" if diagnoses else ""
+    return esc(f"kvdoctor{colon(lang)}{name(lang, 'class', records['verdict'])}{title}"[:FALLBACK_CHARS])
 
 
-def _meta(d: dict[str, Any]) -> str:
-    parts = [f"`{d['rule']}`", d["severity"], f"{d['confidence']} confidence"]
-    parts += [f"{k}: `{d[k]}`" for k in ("cause", "phase") if d.get(k)]
+def _meta(d: dict[str, Any], lang: str) -> str:
+    parts = [f"`{d['rule']}`", label(lang, d["severity"]), label(lang, d["confidence"])]
+    if lang == "zh":
+        parts += [f"{label(lang, k)}{colon(lang)}{esc(name(lang, k, d[k]))}" for k in ("cause", "phase") if d.get(k)]
+    else:
+        parts += [f"{k}: `{d[k]}`" for k in ("cause", "phase") if d.get(k)]
     return " · ".join(parts)
 
 
+def _action(action: str, lang: str) -> str:
+    return esc(name(lang, "action", action)) if lang == "zh" else f"`{action}`"
+
+
 def _diagnosis_blocks(d: dict[str, Any], lang: str) -> list[dict[str, Any]]:
-    blocks = [_context(_meta(d)), *_sections(f"*{label(lang, 'why')}{mark(lang)}* {esc(d['explanation'])}")]
+    blocks = [_context(_meta(d, lang)), *_sections(f"*{label(lang, 'why')}{mark(lang)}* {esc(d['explanation'])}")]
     if d.get("remedies"):
-        lines = [f"{n}. `{r['action']}`{_value(r['value'])}: {esc(r['text'])}" for n, r in enumerate(d["remedies"], 1)]
+        lines = [
+            f"{n}. {_action(r['action'], lang)}{_value(r['value'])}{colon(lang)}{esc(r['text'])}"
+            for n, r in enumerate(d["remedies"], 1)
+        ]
         blocks += _sections(f"*{label(lang, 'do')}{mark(lang)}*\n" + "\n".join(lines))
     if d.get("avoid"):
-        lines = [f"• `{a['action']}`: {esc(a['why'])}" for a in d["avoid"]]
+        lines = [f"• {_action(a['action'], lang)}{colon(lang)}{esc(a['why'])}" for a in d["avoid"]]
         blocks += _sections(f"*{label(lang, 'avoid')}{mark(lang)}* :no_entry_sign:\n" + "\n".join(lines))
     return blocks
 
@@ -183,13 +200,12 @@ def _tail_blocks(records: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     others = (records.get("diagnoses") or [])[1:]
     if others:
         out.append(
-            _context(
-                f"*{label(lang, 'also')}{mark(lang)}* " + ", ".join(f"`{d['rule']}` ({d['class']})" for d in others)
-            )
+            _context(f"*{label(lang, 'also')}{mark(lang)}* " + sep(lang).join(also_item(d, lang) for d in others))
         )
     notes = records.get("notes") or []
     if notes:
-        out.append(_context(f"*{label(lang, 'notes')}{mark(lang)}* " + " / ".join(esc(n) for n in notes)))
+        shown = " / ".join(esc(note_text(n, lang)) for n in notes)
+        out.append(_context(f"*{label(lang, 'notes')}{mark(lang)}* {shown}"))
     return out
 
 
@@ -197,7 +213,7 @@ def render_blocks(records: dict[str, Any], *, lang: str | None = None) -> SlackM
     """Block Kit message for a report record (the dict of `Report.as_records()`)."""
     lang = lang or records.get("lang", "en")
     diagnoses = records.get("diagnoses") or []
-    blocks = _sections(_headline(records))
+    blocks = _sections(_headline(records, lang))
     if not diagnoses:
         blocks += _sections(label(lang, "none") if records["verdict"] == "unknown" else "—")
     primary = diagnoses[0] if diagnoses else None
@@ -213,13 +229,13 @@ def render_blocks(records: dict[str, Any], *, lang: str | None = None) -> SlackM
         blocks += ev_blocks
         overflow = "\n".join(full) if cut else None
     blocks += tail
-    kept, spilled = _fit(blocks)
+    kept, spilled = _fit(blocks, lang)
     if spilled:
         overflow = "\n\n".join([spilled, overflow] if overflow else [spilled])
-    return SlackMessage(tuple(kept), fallback_text(records), overflow)
+    return SlackMessage(tuple(kept), fallback_text(records, lang), overflow)
 
 
-def _fit(blocks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+def _fit(blocks: list[dict[str, Any]], lang: str = "en") -> tuple[list[dict[str, Any]], str]:
     """Last guard for a pathological diagnosis (dozens of long remedies): keep the blocks that
     fit the block and size limits, and hand the text of the rest back for the overflow."""
     limit = MAX_BLOCKS - RESERVED_BLOCKS
@@ -227,7 +243,7 @@ def _fit(blocks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
     if len(blocks) <= limit and (not sizes or sizes[-1] <= MESSAGE_HARD_LIMIT):
         return blocks, ""
     keep = min(limit - 1, sum(1 for total in sizes if total <= MESSAGE_HARD_LIMIT))
-    note = _context("… (message shortened: the rest is in the attached snippet / next message)")
+    note = _context(label(lang, "shortened"))
     rest = "\n".join(_block_text(b) for b in blocks[keep:])
     return blocks[:keep] + [note], _unesc(rest)
 

@@ -21,6 +21,7 @@ import yaml
 from kvdoctor.api import diagnose
 from kvdoctor.diagnosis.report import Diagnosis, Report
 from kvdoctor.diagnosis.rules import Rule
+from kvdoctor.diagnosis.terms import term
 from kvdoctor.probe.smi import parse_smi_text
 from kvdoctor.render.markdown import render_markdown
 from kvdoctor.ticket.words import stated_actions
@@ -362,13 +363,13 @@ def is_log(report: Report) -> bool:
 def compare(log: int, report: Report, stated: Sequence[Stated]) -> list[Check]:
     primary = report.diagnoses[0]
     return [
-        _check(log, report.verdict, primary, s, action)
+        _check(log, report.verdict, primary, s, action, report.lang)
         for s in stated
         for action in stated_actions(s.text, report.facts)
     ]
 
 
-def _check(log: int, verdict: str, d: Diagnosis, stated: Stated, action: str) -> Check:
+def _check(log: int, verdict: str, d: Diagnosis, stated: Stated, action: str, lang: str = "en") -> Check:
     first = d.remedies[0] if d.remedies else None
     avoid = next((a for a in d.avoid if a.action == action), None)
     if avoid is not None:
@@ -381,7 +382,7 @@ def _check(log: int, verdict: str, d: Diagnosis, stated: Stated, action: str) ->
             verdict,
             False,
             True,
-            f"the diagnosis says `{first.action}` first: {first.text}",
+            _WORDS.get(lang, _WORDS["en"])["first"].format(action=_action(first.action, lang), text=first.text),
         )
     agrees = any(r.action == action for r in d.remedies)
     return Check(log, stated, action, verdict, agrees, False, "")
@@ -398,15 +399,33 @@ _WORDS = {
         "contradicts": "**contradicts** log {log} (`{verdict}`): {why}",
         "agrees": "agrees with log {log} (`{verdict}`)",
         "other": "not among the remedies for log {log} (`{verdict}`)",
+        "first": "the diagnosis says {action} first: {text}",
+        "front matter": "front matter",
+        "line": "line {line}",
+        "block": "{kind} at line {line} starting `{first}`",
+        "kind": "`{info}` block",
+        "fenced": "fenced block",
+        "details": "details block",
+        "indented": "indented block",
+        "stated_line": "- “{text}” ({where}) → {action}: {outcome}",
     },
     "zh": {
         "header": "<!-- 由 `kvdoctor ticket` 生成；标记之间的修改会被覆盖 -->",
         "title": "kvdoctor：本工单中有 {n} 段 vLLM 日志",
         "log": "日志 {i}/{n}：{what}",
         "stated": "工单中给出的修复",
-        "contradicts": "与日志 {log}（`{verdict}`）**矛盾**：{why}",
-        "agrees": "与日志 {log}（`{verdict}`）一致",
-        "other": "不在日志 {log}（`{verdict}`）的建议之中",
+        "contradicts": "与日志 {log}（{verdict}）**矛盾**：{why}",
+        "agrees": "与日志 {log}（{verdict}）一致",
+        "other": "不在日志 {log}（{verdict}）的建议之中",
+        "first": "诊断的第一条建议是{action}：{text}",
+        "front matter": "文件头",
+        "line": "第 {line} 行",
+        "block": "第 {line} 行起的{kind}，开头为 `{first}`",
+        "kind": " `{info}` 代码块",
+        "fenced": "代码块",
+        "details": " <details> 块",
+        "indented": "缩进代码块",
+        "stated_line": "- “{text}”（{where}）→ {action}：{outcome}",
     },
 }
 
@@ -416,13 +435,21 @@ def render_section(logs: Sequence[LogFinding], checks: Sequence[Check], lang: st
     w = _WORDS.get(lang, _WORDS["en"])
     out = [BEGIN, w["header"], f"### {w['title'].format(n=len(logs))}"]
     for i, log in enumerate(logs, 1):
-        what = _describe(log.block)
+        what = _describe(log.block, w)
         out += ["", f"#### {w['log'].format(i=i, n=len(logs), what=what)}", ""]
         records = _ticket_lines(log.report.as_records(), log.block.line - 1)
         out += render_markdown(records).rstrip("\n").split("\n")
     if checks:
         out += ["", f"#### {w['stated']}", ""]
-        out += [f"- “{c.stated.text}” ({c.stated.where}) → `{c.action}`: {_outcome(c, w)}" for c in checks]
+        out += [
+            w["stated_line"].format(
+                text=c.stated.text,
+                where=w["front matter"] if c.stated.line is None else w["line"].format(line=c.stated.line),
+                action=_action(c.action, lang),
+                outcome=_outcome(c, w, lang),
+            )
+            for c in checks
+        ]
     return out + [END]
 
 
@@ -434,17 +461,22 @@ def _ticket_lines(records: dict[str, Any], offset: int) -> dict[str, Any]:
     return {**records, "diagnoses": diagnoses}
 
 
-def _outcome(c: Check, w: dict[str, str]) -> str:
+def _action(action: str, lang: str) -> str:
+    """A remedy action as the section shows it: the id in code (en), its name (zh)."""
+    return term(lang, "action", action) if lang == "zh" else f"`{action}`"
+
+
+def _outcome(c: Check, w: dict[str, str], lang: str = "en") -> str:
     key = "contradicts" if c.contradicts else "agrees" if c.agrees else "other"
-    return w[key].format(log=c.log, verdict=c.verdict, why=c.why)
+    return w[key].format(log=c.log, verdict=term(lang, "class", c.verdict), why=c.why)
 
 
-def _describe(block: Block) -> str:
+def _describe(block: Block, w: dict[str, str] = _WORDS["en"]) -> str:
     first = next((line.strip() for line in block.text.splitlines() if line.strip()), "")
     first = first.replace("`", "'")
     first = first if len(first) <= 60 else first[:57] + "..."
-    kind = f"`{block.info.split()[0]}` block" if block.info else f"{block.kind.value} block"
-    return f"{kind} at line {block.line} starting `{first}`"
+    kind = w["kind"].format(info=block.info.split()[0]) if block.info else w[block.kind.value]
+    return w["block"].format(kind=kind, line=block.line, first=first)
 
 
 def _with_section(ticket: Ticket, section: list[str]) -> str:
