@@ -3,7 +3,8 @@
 Starts `kvdoctor serve` on a free 127.0.0.1 port, sends N `/v1/diagnose` requests of a real
 200-line failing log (corpus 087, a TP=2 sampler warm-up OOM, preceded by the start-up lines a
 vLLM server prints before it) over C keep-alive connections, and reports throughput, p50/p99
-latency and errors. Every answer must be 200 with the expected verdict, or it counts as an error.
+latency and errors. Every answer must be 200 with the expected verdict, or it counts as an error;
+afterwards the server's own count (`GET /metrics`) must agree.
 
     .venv/bin/python benchmarks/load_server.py [--requests 2000] [--concurrency 32] [--workers 1]
 """
@@ -166,6 +167,14 @@ async def load(port: int, body: bytes, requests: int, concurrency: int) -> dict[
     }
 
 
+def diagnoses_counted(port: int) -> float:
+    """`kvdoctor_diagnoses_total` for the expected verdict, as the server's /metrics says."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    wanted = f'kvdoctor_diagnoses_total{{verdict="{EXPECTED}"}} '
+    return sum(float(line[len(wanted) :]) for line in text.splitlines() if line.startswith(wanted))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
@@ -177,6 +186,7 @@ def main() -> int:
     proc = start_server(port, args.workers)
     try:
         result = asyncio.run(load(port, body, args.requests, args.concurrency))
+        result["server_counted"] = diagnoses_counted(port)
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -187,7 +197,7 @@ def main() -> int:
         cpus=os.cpu_count() or 0,
     )
     print(json.dumps(result))
-    return 1 if result["errors"] else 0
+    return 1 if result["errors"] or result["server_counted"] != result["requests"] else 0
 
 
 if __name__ == "__main__":

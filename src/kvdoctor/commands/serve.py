@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 from kvdoctor.commands._common import cache_dir, error
 from kvdoctor.exitcodes import EXIT_OK, EXIT_USAGE
 
-NEEDED = ("uvicorn", "python_multipart", "slack_bolt", "slack_sdk", "aiohttp")
+NEEDED = ("uvicorn", "starlette", "python_multipart", "prometheus_client", "slack_bolt", "slack_sdk", "aiohttp")
+METRICS_DIR = "PROMETHEUS_MULTIPROC_DIR"
 FACTORY = "kvdoctor.server.app:create_app_from_env"
 
 
@@ -119,12 +124,29 @@ def run(args: argparse.Namespace) -> int:
     slack = "on at /slack/events" if config.slack is not None else "off (no SLACK_* settings)"
     print(f"kvdoctor: serving http://{args.host}:{port} (slack: {slack})", file=sys.stderr)
     try:
-        _serve(uvicorn, args, port, config.timeout_s)
+        with _shared_metrics(args.workers):
+            _serve(uvicorn, args, port, config.timeout_s)
     except SystemExit as exc:  # uvicorn exits 1 when it cannot bind; it said why just above
         if exc.code:
             error(f"serve: could not serve on {args.host}:{port}; pick another --port")
             return EXIT_USAGE
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _shared_metrics(workers: int) -> Iterator[None]:
+    """With several workers, /metrics adds up all of them (prometheus-client's multiprocess mode,
+    which needs a directory before the workers import it); a directory the user set is kept."""
+    if workers < 2 or os.environ.get(METRICS_DIR):
+        yield
+        return
+    path = tempfile.mkdtemp(prefix="kvdoctor-metrics-")
+    os.environ[METRICS_DIR] = path
+    try:
+        yield
+    finally:
+        del os.environ[METRICS_DIR]
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _serve(uvicorn: Any, args: argparse.Namespace, port: int, timeout_s: float) -> None:

@@ -1,4 +1,5 @@
-"""`kvdoctor serve`: the HTTP JSON API and the Slack backend (optional extra `server`).
+"""`kvdoctor serve`: the HTTP JSON API, its OpenAPI document, metrics, the paste page and the
+Slack backend, as one Starlette app (optional extra `server`).
 
     from kvdoctor.server import ServerConfig, create_app
     app = create_app(ServerConfig(max_body=5 * 2**20, timeout_s=30))   # any ASGI server

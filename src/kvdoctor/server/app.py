@@ -1,45 +1,63 @@
-"""The ASGI app behind `kvdoctor serve`: `POST /v1/diagnose`, `GET /healthz`, `POST /slack/events`.
+"""The Starlette app behind `kvdoctor serve`.
 
-Hand-written routing (three routes do not need a framework). Handlers keep no state between
-requests, so instances can run side by side behind a load balancer. Bodies are size-checked
-before they are read (Content-Length) and while they stream in (chunked uploads); diagnosis runs
-in a worker thread under a time limit so the event loop keeps answering health checks and Slack's
+    POST /v1/diagnose   the JSON report of a log (text, JSON, multipart; gzip inflated)
+    GET  /healthz       liveness and version
+    GET  /openapi.json  the API as OpenAPI 3.1
+    GET  /metrics       Prometheus metrics
+    GET  /, POST /      the paste page
+    POST /slack/events  Slack (Bolt's Starlette adapter), when SLACK_* are set
+
+Handlers keep no state between requests, so instances can run side by side behind a load
+balancer. Bodies are limited per route by middleware (limits.py: 413 from the Content-Length
+before a byte is read, or as soon as a chunked upload passes the limit); diagnosis runs in a
+worker thread under a time limit so the event loop keeps answering health checks and Slack's
 3-second acknowledgements.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gzip
-import io
-import json
+import contextlib
+import functools
 import logging
 import os
-import time
-import zlib
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
 
 from kvdoctor._version import __version__
+from kvdoctor.server.bodies import (
+    GZIP_EXPANSION,
+    DiagnoseRequest,
+    check_lang,
+    from_form,
+    inflate,
+    read_diagnose_request,
+    read_form,
+    require_log,
+)
 from kvdoctor.server.errors import DiagnoseTimeout, HttpError
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-AccessLog = Callable[[dict[str, Any]], None]
+from kvdoctor.server.limits import BodyLimitMiddleware
+from kvdoctor.server.observe import AccessLog, Metrics, ObserveMiddleware, exchange_of, log_json, new_metrics
+from kvdoctor.server.openapi import openapi_document
+from kvdoctor.server.page import HEADERS as PAGE_HEADERS
+from kvdoctor.server.page import preferred_lang, render_page
+from kvdoctor.server.slack import SlackEndpoint, slack_config_from_env
 
 MIB = 1024 * 1024
 DEFAULT_MAX_BODY = 5 * MIB
 DEFAULT_TIMEOUT_S = 30.0
-GZIP_EXPANSION = 8  # a gzip body may inflate to this many times the body limit, no more
-LANGS = ("en", "zh")
-CONTENT_LOG_CHARS = 65536
-
-ACCESS_LOGGER = logging.getLogger("kvdoctor.access")
+LOG = logging.getLogger("kvdoctor.server")
+METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+ROUTES_HINT = "use POST /v1/diagnose, GET /healthz, GET /openapi.json, GET /metrics or GET /"
 
 
 @dataclass(frozen=True)
@@ -49,36 +67,15 @@ class ServerConfig:
     log_content: bool = False
     threads: int = 8
     slack: Any = None  # kvdoctor.server.slack.SlackConfig, or None: the Slack route is off
-
-
-@dataclass(frozen=True)
-class DiagnoseRequest:
-    log: bytes
-    lang: str = "en"
-    probe: Any = None  # kvdoctor.probe.Snapshot
-    name: str = "<request>"
-
-
-@dataclass
-class _Exchange:
-    """What the access log needs about one request; filled while it is answered."""
-
-    method: str
-    path: str
-    status: int = 0
-    bytes_out: int = 0
-    bytes_in: int = 0
-    content: bytes | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    metrics_dir: str | None = None  # PROMETHEUS_MULTIPROC_DIR: metrics summed over worker processes
 
 
 # ---- configuration --------------------------------------------------------------------
 
 
 def config_from_env(environ: Mapping[str, str]) -> ServerConfig:
-    """KVDOCTOR_MAX_BODY, KVDOCTOR_TIMEOUT_S, KVDOCTOR_LOG_CONTENT, KVDOCTOR_THREADS, SLACK_*."""
-    from kvdoctor.server.slack import slack_config_from_env
-
+    """KVDOCTOR_MAX_BODY, KVDOCTOR_TIMEOUT_S, KVDOCTOR_LOG_CONTENT, KVDOCTOR_THREADS, SLACK_*,
+    PROMETHEUS_MULTIPROC_DIR."""
     max_body = _env_number(environ, "KVDOCTOR_MAX_BODY", DEFAULT_MAX_BODY, int)
     timeout_s = _env_number(environ, "KVDOCTOR_TIMEOUT_S", DEFAULT_TIMEOUT_S, float)
     threads = _env_number(environ, "KVDOCTOR_THREADS", min(32, (os.cpu_count() or 1) + 4), int)
@@ -88,6 +85,7 @@ def config_from_env(environ: Mapping[str, str]) -> ServerConfig:
         threads=threads,
         log_content=environ.get("KVDOCTOR_LOG_CONTENT", "") in ("1", "true", "yes"),
         slack=slack_config_from_env(environ, max_file_bytes=max_body),
+        metrics_dir=environ.get("PROMETHEUS_MULTIPROC_DIR") or None,
     )
 
 
@@ -104,283 +102,105 @@ def _env_number(environ: Mapping[str, str], name: str, default: Any, kind: type)
     return value
 
 
-# ---- reading requests -----------------------------------------------------------------
+# ---- the app ------------------------------------------------------------------------------
 
 
-def header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
-
-
-async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
-    """The whole body, refused with 413 as soon as it is known to exceed `limit`."""
-    declared = header(scope, b"content-length")
-    if declared is not None:
-        if not declared.strip().isdigit():
-            raise HttpError(400, "request: Content-Length is not a number; send a valid request")
-        if int(declared) > limit:
-            raise _too_large(limit)
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise HttpError(499, "request: client went away")
-        chunk = message.get("body", b"")
-        total += len(chunk)
-        if total > limit:  # chunked upload: stop reading at the limit
-            raise _too_large(limit)
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-def _too_large(limit: int) -> HttpError:
-    return HttpError(
-        413,
-        f"request: body larger than {limit} bytes; send the failing part of the "
-        "log (the last few hundred lines) or raise --max-body",
-    )
-
-
-def inflate(body: bytes, limit: int) -> bytes:
-    """Gunzip a gzip body with a cap, so a small bomb cannot tie up a worker thread."""
-    if body[:2] != b"\x1f\x8b":
-        return body
-    out = io.BytesIO()
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(body)) as stream:
-            while chunk := stream.read(65536):
-                out.write(chunk)
-                if out.tell() > limit:
-                    raise HttpError(413, f"request: gzip body inflates past {limit} bytes; send fewer lines")
-    except (OSError, EOFError, zlib.error):
-        raise HttpError(
-            400,
-            "request: body starts like gzip but is not valid gzip; send plain text or a complete .gz",
-        ) from None
-    return out.getvalue()
-
-
-def _lang(value: Any, default: str) -> str:
-    if value in (None, ""):
-        return default
-    if value not in LANGS:
-        raise HttpError(400, f"request: lang {value!r} is not supported; use one of {', '.join(LANGS)}")
-    return str(value)
-
-
-def _probe_from(value: Any) -> Any:
-    from kvdoctor.probe import ProbeError, parse_snapshot_text, snapshot_from_dict
-
-    if value is None:
-        return None
-    try:
-        if isinstance(value, dict):
-            return snapshot_from_dict(value)
-        if isinstance(value, str | bytes):
-            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-            return parse_snapshot_text(text, where="probe")
-    except ProbeError as exc:
-        raise HttpError(400, f"request: probe: {exc}; send what `kvdoctor probe --format json` writes") from None
-    raise HttpError(400, "request: probe must be an object; send what `kvdoctor probe --format json` writes")
-
-
-def parse_diagnose_request(content_type: str, body: bytes, query: str) -> DiagnoseRequest:
-    """Raw text, JSON `{"log", "probe", "lang"}`, or multipart (a file part, `lang`, `probe`)."""
-    params = parse_qs(query)
-    lang = _lang(params["lang"][0] if params.get("lang") else None, "en")
-    name = (params.get("name") or ["<request>"])[0][:200]
-    kind = content_type.split(";", 1)[0].strip().lower()
-    if kind == "application/json":
-        return _from_json(body, lang, name)
-    if kind == "multipart/form-data":
-        return _from_multipart(content_type, body, lang, name)
-    return DiagnoseRequest(body, lang, None, name)
-
-
-def _from_json(body: bytes, lang: str, name: str) -> DiagnoseRequest:
-    try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise HttpError(400, f'request: body is not valid JSON ({exc}); send {{"log": "...", "lang": "en"}}') from None
-    if not isinstance(data, dict) or not isinstance(data.get("log"), str):
-        raise HttpError(400, 'request: JSON body needs a "log" string; send {"log": "..."}')
-    return DiagnoseRequest(
-        data["log"].encode("utf-8", "replace"),
-        _lang(data.get("lang"), lang),
-        _probe_from(data.get("probe")),
-        str(data.get("name") or name)[:200],
-    )
-
-
-def _from_multipart(content_type: str, body: bytes, lang: str, name: str) -> DiagnoseRequest:
-    from python_multipart.exceptions import FormParserError
-    from python_multipart.multipart import create_form_parser
-
-    fields: dict[str, bytes] = {}
-    files: list[tuple[str, str, bytes]] = []
-
-    def on_field(f: Any) -> None:
-        fields[f.field_name.decode("latin-1")] = f.value or b""
-
-    def on_file(f: Any) -> None:
-        f.file_object.seek(0)
-        files.append(
-            (
-                f.field_name.decode("latin-1"),
-                (f.file_name or b"").decode("utf-8", "replace"),
-                f.file_object.read(),
-            )
-        )
-
-    config = {"MAX_MEMORY_FILE_SIZE": len(body) + 1, "MAX_BODY_SIZE": len(body) + 1}
-    try:
-        parser = create_form_parser({"Content-Type": content_type.encode("latin-1")}, on_field, on_file, config)
-        parser.write(body)
-        parser.finalize()
-    except (FormParserError, ValueError) as exc:
-        raise HttpError(
-            400,
-            f"request: malformed multipart body ({exc}); send the log as a file part (curl -F file=@vllm.log)",
-        ) from None
-    probe_raw = fields.get("probe") or next((d for n, _, d in files if n == "probe"), None)
-    logs = [(fname, data) for n, fname, data in files if n != "probe"]
-    if logs:
-        log, name = logs[0][1], logs[0][0] or name
-    elif "log" in fields:
-        log = fields["log"]
-    else:
-        raise HttpError(400, "request: multipart body has no file part; send curl -F file=@vllm.log")
-    lang = _lang(fields["lang"].decode("latin-1") if "lang" in fields else None, lang)
-    return DiagnoseRequest(log, lang, _probe_from(probe_raw), name[:200])
-
-
-# ---- answering --------------------------------------------------------------------------
-
-
-def json_bytes(data: Any) -> bytes:
-    return json.dumps(data, ensure_ascii=False).encode("utf-8")
-
-
-async def send_response(
-    send: Send,
-    status: int,
-    body: bytes,
-    *,
-    content_type: str = "application/json",
-    headers: tuple[tuple[bytes, bytes], ...] = (),
-) -> None:
-    base = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": base + list(headers)})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _error_body(err: HttpError) -> bytes:
-    return json_bytes({"error": f"kvdoctor: {err}"})
-
-
-class KvdoctorApp:
-    """The ASGI application. Build it with :func:`create_app`."""
+class KvdoctorApp(Starlette):
+    """Starlette, plus what the handlers share: the configuration, the diagnosis threads, the
+    metrics and the Slack endpoint. Build it with :func:`create_app`."""
 
     def __init__(self, config: ServerConfig, *, access_log: AccessLog | None = None) -> None:
         self.config = config
         self.executor = ThreadPoolExecutor(max_workers=config.threads, thread_name_prefix="diagnose")
-        self.access_log = access_log or _log_json
-        self.slack = None
-        if config.slack is not None:
-            from kvdoctor.server.slack import SlackEndpoint
+        self.metrics: Metrics = new_metrics(multiprocess_dir=config.metrics_dir)
+        self.openapi = openapi_document(__version__, max_body=config.max_body)
+        self.slack = None if config.slack is None else SlackEndpoint(config.slack, self.diagnose_records)
+        routes = self._routes()
+        observe = Middleware(
+            ObserveMiddleware,
+            metrics=self.metrics,
+            access_log=access_log or log_json,
+            routes=[r.path for r in routes],
+            log_content=config.log_content,
+        )
+        super().__init__(
+            routes=routes,
+            middleware=[observe],
+            exception_handlers={
+                HttpError: self._http_error,
+                HTTPException: self._starlette_error,
+                ClientDisconnect: _gone,
+                500: _bug,
+            },
+            lifespan=self._lifespan,
+        )
 
-            self.slack = SlackEndpoint(config.slack, self.diagnose_records)
+    def _routes(self) -> list[Route]:
+        limit = [Middleware(BodyLimitMiddleware, max_body=self.config.max_body)]
+        routes = [
+            Route("/v1/diagnose", self.diagnose, methods=["POST"], middleware=limit),
+            Route("/healthz", self.healthz, methods=["GET"]),
+            Route("/openapi.json", self.openapi_json, methods=["GET"]),
+            Route("/metrics", self.metrics_text, methods=["GET"]),
+            Route("/", self.page, methods=["GET", "POST"], middleware=limit),
+        ]
+        if self.slack is not None:
+            endpoint = functools.partial(self.slack_events, self.slack)
+            routes.append(Route("/slack/events", endpoint, methods=["POST"], middleware=limit))
+        return routes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        exchange = _Exchange(scope["method"], scope["path"])
-        started = time.perf_counter()
+    # ---- handlers ----
 
-        async def counting_send(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                exchange.status = message["status"]
-            elif message["type"] == "http.response.body":
-                exchange.bytes_out += len(message.get("body", b""))
-            await send(message)
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "version": __version__})
 
-        try:
-            await self._route(scope, receive, counting_send, exchange)
-        except HttpError as err:
-            close = ((b"connection", b"close"),) if err.status == 413 else ()
-            await send_response(counting_send, err.status, _error_body(err), headers=close)
-        except Exception as exc:  # a bug: answer 500, never a traceback to the client
-            logging.getLogger("kvdoctor.server").exception("internal error")
-            bug = HttpError(500, f"internal error ({type(exc).__name__}); please report it")
-            await send_response(counting_send, 500, _error_body(bug))
-        finally:
-            self._log(exchange, started)
+    async def openapi_json(self, request: Request) -> Response:
+        return JSONResponse(self.openapi)
 
-    def _log(self, exchange: _Exchange, started: float) -> None:
-        record = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "method": exchange.method,
-            "path": exchange.path,
-            "status": exchange.status,
-            "bytes_in": exchange.bytes_in,
-            "bytes": exchange.bytes_out,
-            "ms": round((time.perf_counter() - started) * 1000, 1),
-            **exchange.extra,
-        }
-        if self.config.log_content and exchange.content is not None:
-            record["content"] = exchange.content[:CONTENT_LOG_CHARS].decode("utf-8", "replace")
-        self.access_log(record)
+    async def metrics_text(self, request: Request) -> Response:
+        return Response(self.metrics.render(), media_type=METRICS_TYPE)
 
-    async def _route(self, scope: Scope, receive: Receive, send: Send, exchange: _Exchange) -> None:
-        method, path = scope["method"], scope["path"]
-        if path == "/healthz":
-            _require(method, "GET", "HEAD")
-            await send_response(send, 200, json_bytes({"status": "ok", "version": __version__}))
-        elif path == "/v1/diagnose":
-            _require(method, "POST")
-            await self._diagnose(scope, receive, send, exchange)
-        elif path == "/slack/events" and self.slack is not None:
-            _require(method, "POST")
-            body = await self._body(scope, receive, exchange)
-            reply = await self.slack.handle(scope, body)
-            exchange.extra.update(reply.log)
-            await send_response(
-                send,
-                reply.status,
-                reply.body,
-                content_type=reply.content_type,
-                headers=reply.headers,
-            )
-        else:
-            raise HttpError(404, f"{path}: no such route; use POST /v1/diagnose or GET /healthz")
+    async def diagnose(self, request: Request) -> Response:
+        body = await self._body(request)
+        parsed = await read_diagnose_request(request, body, max_body=self.config.max_body)
+        records = await self._diagnose_request(request, parsed)
+        return JSONResponse(records)
 
-    async def _body(self, scope: Scope, receive: Receive, exchange: _Exchange) -> bytes:
-        body = await read_body(scope, receive, self.config.max_body)
-        exchange.bytes_in = len(body)
-        exchange.content = body
+    async def page(self, request: Request) -> Response:
+        """The form (GET); the form again under the answer (POST)."""
+        default = check_lang(request.query_params.get("lang"), preferred_lang(request.headers.get("accept-language")))
+        if request.method != "POST":
+            return HTMLResponse(render_page(default), headers=PAGE_HEADERS)
+        await self._body(request)
+        parsed = await from_form(await read_form(request, self.config.max_body), default, "<pasted>")
+        shown = parsed.log.decode("utf-8", "replace") if parsed.pasted else ""
+        records = await self._diagnose_request(request, parsed)
+        return HTMLResponse(render_page(parsed.lang, records=records, log_text=shown), headers=PAGE_HEADERS)
+
+    async def slack_events(self, slack: SlackEndpoint, request: Request) -> Response:
+        await self._body(request)
+        response, outcome = await slack.handle(request)
+        exchange_of(request).extra["slack"] = outcome.value
+        self.metrics.slack_events.labels(outcome.value).inc()
+        return response
+
+    async def _body(self, request: Request) -> bytes:
+        body = await request.body()
+        exchange = exchange_of(request)
+        exchange.bytes_in, exchange.content = len(body), body
         return body
 
-    async def _diagnose(self, scope: Scope, receive: Receive, send: Send, exchange: _Exchange) -> None:
-        body = await self._body(scope, receive, exchange)
-        query = bytes(scope.get("query_string", b"")).decode("latin-1")
-        request = parse_diagnose_request(header(scope, b"content-type") or "", body, query)
-        log = inflate(request.log, self.config.max_body * GZIP_EXPANSION)
+    async def _diagnose_request(self, request: Request, parsed: DiagnoseRequest) -> dict[str, Any]:
+        log = require_log(inflate(parsed.log, self.config.max_body * GZIP_EXPANSION))
         try:
-            records = await self.diagnose_records(log, request.lang, probe=request.probe, name=request.name)
+            records = await self.diagnose_records(log, parsed.lang, probe=parsed.probe, name=parsed.name)
         except DiagnoseTimeout:
             raise HttpError(
                 504,
                 f"request: diagnosis took longer than {self.config.timeout_s:g} s; send fewer lines or raise --timeout",
             ) from None
-        exchange.extra["verdict"] = records["verdict"]
-        await send_response(send, 200, json_bytes(records))
+        exchange_of(request).extra["verdict"] = records["verdict"]
+        return records
 
     async def diagnose_records(
         self, log: bytes, lang: str, *, probe: Any = None, name: str = "<request>"
@@ -394,37 +214,63 @@ class KvdoctorApp:
 
         loop = asyncio.get_running_loop()
         try:
-            return await asyncio.wait_for(loop.run_in_executor(self.executor, work), self.config.timeout_s)
+            records = await asyncio.wait_for(loop.run_in_executor(self.executor, work), self.config.timeout_s)
         except asyncio.TimeoutError:
             raise DiagnoseTimeout from None
+        self.metrics.diagnoses.labels(records["verdict"]).inc()
+        return records
 
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                from kvdoctor.diagnosis.rules import RuleLoadError, rules_for
+    # ---- errors: one JSON line (an HTML page on the paste page) ----
 
-                try:  # load the rules once, before the first request pays for it
-                    await asyncio.get_running_loop().run_in_executor(self.executor, rules_for)
-                except RuleLoadError as exc:
-                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                    return
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                if self.slack is not None:  # let acknowledged Slack work finish
-                    await self.slack.drain(self.config.timeout_s + 5)
-                self.executor.shutdown(wait=False, cancel_futures=True)
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+    async def _http_error(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HttpError)
+        return self._error(request, exc.status, str(exc))
+
+    async def _starlette_error(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        status = exc.status_code
+        if status == 404:
+            return self._error(request, 404, f"{request.url.path}: no such route; {ROUTES_HINT}")
+        if status == 405:
+            allowed = sorted((exc.headers or {}).get("Allow", "").replace(" ", "").split(","))
+            message = f"method {request.method} not allowed here; use {' or '.join(allowed)}"
+            return self._error(request, 405, message, headers={"Allow": ", ".join(allowed)})
+        return self._error(request, status, f"request: {exc.detail}; check the request")
+
+    def _error(self, request: Request, status: int, message: str, *, headers: dict[str, str] | None = None) -> Response:
+        headers = dict(headers or {})
+        if status == 413:  # the client may still be sending: do not read the rest
+            headers["Connection"] = "close"
+        if request.url.path == "/":
+            page = render_page(preferred_lang(request.headers.get("accept-language")), error=f"kvdoctor: {message}")
+            return HTMLResponse(page, status_code=status, headers={**PAGE_HEADERS, **headers})
+        return JSONResponse({"error": f"kvdoctor: {message}"}, status_code=status, headers=headers)
+
+    # ---- lifespan ----
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        from kvdoctor.diagnosis.rules import rules_for
+
+        # load the rules once, before the first request pays for it (a broken rule file fails the start)
+        await asyncio.get_running_loop().run_in_executor(self.executor, rules_for)
+        try:
+            yield
+        finally:
+            if self.slack is not None:  # let acknowledged Slack work finish
+                await self.slack.drain(self.config.timeout_s + 5)
+            self.executor.shutdown(wait=False, cancel_futures=True)
 
 
-def _require(method: str, *allowed: str) -> None:
-    if method not in allowed:
-        raise HttpError(405, f"method {method} not allowed here; use {' or '.join(allowed)}")
+async def _gone(request: Request, exc: Exception) -> Response:
+    """The client went away mid-body: nobody reads the answer, the access log shows 499."""
+    return Response(status_code=499)
 
 
-def _log_json(record: dict[str, Any]) -> None:
-    ACCESS_LOGGER.info(json.dumps(record, ensure_ascii=False))
+async def _bug(request: Request, exc: Exception) -> Response:
+    """A bug answers 500 with one line, never a traceback (Starlette logs it and re-raises)."""
+    LOG.error("internal error: %r", exc)
+    return JSONResponse({"error": f"kvdoctor: internal error ({type(exc).__name__}); please report it"}, 500)
 
 
 def create_app(config: ServerConfig | None = None, *, access_log: AccessLog | None = None) -> KvdoctorApp:

@@ -1,28 +1,30 @@
 """Slack: `/kvdoctor`, the "Diagnose this log" message shortcut and `@kvdoctor` mentions.
 
-Requests reach Bolt's AsyncApp only after this module has checked them itself: the signature
-(HMAC-SHA256 of `v0:timestamp:body`, constant-time compare, 5-minute window), Slack's retries
-(any `X-Slack-Retry-Num` is answered 200 and dropped — the only de-duplication that holds across
-several instances behind a load balancer), and event ids already seen by this process (an
-in-memory TTL cache, a second line of defence for one instance). Every listener acknowledges
-first and does the work in a background task, replying through `response_url` (ephemeral, with
-a "Share in channel" button) or, for mentions, in the thread. Outbound calls go to Slack only:
-the Web API at `SLACK_API_URL`, and `response_url` / file URLs whose host is Slack's.
+Requests go through Bolt's Starlette adapter. Bolt checks the signature first (slack_sdk's
+`SignatureVerifier`: HMAC-SHA256 of `v0:timestamp:body`, constant-time, 5-minute window); a
+global middleware then answers Slack's retries (any `X-Slack-Retry-Num` is answered 200 and
+dropped — the only de-duplication that holds across several instances behind a load balancer)
+and event ids this process has already seen (an in-memory TTL cache, a second line of defence
+for one instance). Every listener acknowledges first and does the work in a background task,
+replying through `response_url` (ephemeral, with a "Share in channel" button) or, for mentions,
+in the thread. Outbound calls go to Slack only: the Web API at `SLACK_API_URL`, and
+`response_url` / file URLs whose host is Slack's.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
-import json
+import enum
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from kvdoctor.render.slack import (
     SHARE_ACTION,
@@ -35,19 +37,37 @@ from kvdoctor.render.slack import (
 )
 from kvdoctor.server.errors import DiagnoseTimeout
 
+if TYPE_CHECKING:  # Bolt is imported on first use: a server without Slack never loads it
+    from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
+
 LOG = logging.getLogger("kvdoctor.server.slack")
-MAX_SKEW_S = 300
 EVENT_TTL_S = 3600.0
 MAX_FILES = 3
 SHORTCUT_ID = "diagnose_log"
 FOLLOW_UPS = 3  # response_url takes 5 posts; keep room for the reply and a share
 SLACK_HOSTS = ("slack.com", "slack-gov.com")
+OUTCOME_KEY = "kvdoctor_outcome"  # Bolt context entry where the middleware notes what it did
 USAGE = (
     "Usage: `/kvdoctor [lang:en|lang:zh] [share] <paste the vLLM log>` — or use the "
     "message shortcut *Diagnose this log* on a message holding a log or a log file."
 )
+BAD_SIGNATURE = (
+    "kvdoctor: slack: the request signature does not verify (another signing secret, a changed body, "
+    "or a timestamp more than 5 minutes from now); check SLACK_SIGNING_SECRET and the server's clock"
+)
+NOT_UTF8 = "kvdoctor: slack: the body is not UTF-8, so it is not from Slack; point only Slack at /slack/events"
 
 DiagnoseFn = Callable[..., Awaitable[dict[str, Any]]]
+
+
+class SlackOutcome(str, enum.Enum):
+    """What became of one request to `/slack/events` (the access log's `slack` field, a metric label)."""
+
+    DISPATCHED = "dispatched"
+    RETRY_IGNORED = "retry_ignored"
+    DUPLICATE_EVENT = "duplicate_event"
+    BAD_SIGNATURE = "bad_signature"
+    BAD_REQUEST = "bad_request"
 
 
 @dataclass(frozen=True)
@@ -57,15 +77,6 @@ class SlackConfig:
     api_url: str = "https://slack.com/api/"
     lang: str = "en"
     max_file_bytes: int = 5 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class SlackReply:
-    status: int
-    body: bytes
-    content_type: str = "application/json"
-    headers: tuple[tuple[bytes, bytes], ...] = ()
-    log: Mapping[str, Any] = field(default_factory=dict)
 
 
 def slack_config_from_env(environ: Mapping[str, str], *, max_file_bytes: int) -> SlackConfig | None:
@@ -82,27 +93,6 @@ def slack_config_from_env(environ: Mapping[str, str], *, max_file_bytes: int) ->
         lang if lang in ("en", "zh") else "en",
         max_file_bytes,
     )
-
-
-# ---- checks before Bolt -----------------------------------------------------------------
-
-
-def sign(secret: str, timestamp: str, body: bytes) -> str:
-    base = b"v0:" + timestamp.encode() + b":" + body
-    return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
-
-
-def signature_problem(secret: str, timestamp: str | None, signature: str | None, body: bytes, now: float) -> str | None:
-    """Why a request is not from Slack, or None when it is."""
-    if not timestamp or not signature:
-        return "missing X-Slack-Request-Timestamp or X-Slack-Signature"
-    if not timestamp.isdigit():
-        return "X-Slack-Request-Timestamp is not a number"
-    if abs(now - int(timestamp)) > MAX_SKEW_S:
-        return "request timestamp is more than 5 minutes away from now (replay?)"
-    if not hmac.compare_digest(sign(secret, timestamp, body), signature):
-        return "signature does not match"
-    return None
 
 
 class SeenEvents:
@@ -122,17 +112,6 @@ class SeenEvents:
             return False
         self._seen[event_id] = now + self.ttl_s
         return True
-
-
-def _event_id(body: bytes, content_type: str) -> str | None:
-    if not content_type.startswith("application/json"):
-        return None
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return None
-    value = data.get("event_id") if isinstance(data, dict) else None
-    return value if isinstance(value, str) else None
 
 
 # ---- the text of a request ------------------------------------------------------------
@@ -177,74 +156,49 @@ def parse_command(text: str) -> Command:
 # ---- the endpoint ------------------------------------------------------------------------
 
 
-def _headers(scope: Mapping[str, Any]) -> dict[str, str | Sequence[str]]:
-    return {bytes(k).decode("latin-1").lower(): bytes(v).decode("latin-1") for k, v in scope.get("headers", ())}
-
-
-def _one(headers: Mapping[str, str | Sequence[str]], name: str) -> str | None:
-    value = headers.get(name)
-    return value if isinstance(value, str) or value is None else next(iter(value), None)
-
-
-def _reply(
-    status: int,
-    data: Any,
-    *,
-    log: Mapping[str, Any] | None = None,
-    headers: tuple[tuple[bytes, bytes], ...] = (),
-) -> SlackReply:
-    return SlackReply(status, json.dumps(data).encode(), headers=headers, log=log or {})
-
-
 class SlackEndpoint:
-    """`POST /slack/events`: checks, then Bolt. Background work is tracked for graceful shutdown."""
+    """`POST /slack/events` through Bolt's Starlette adapter. Background work is tracked for
+    graceful shutdown."""
 
     def __init__(self, config: SlackConfig, diagnose: DiagnoseFn, *, clock: Callable[[], float] = time.time) -> None:
         self.config, self.diagnose, self.clock = config, diagnose, clock
         self.seen = SeenEvents()
         self.tasks: set[asyncio.Task[None]] = set()
-        self._bolt: Any = None
+        self._handler: AsyncSlackRequestHandler | None = None
 
-    async def handle(self, scope: Mapping[str, Any], body: bytes) -> SlackReply:
-        headers = _headers(scope)
-        problem = signature_problem(
-            self.config.signing_secret,
-            _one(headers, "x-slack-request-timestamp"),
-            _one(headers, "x-slack-signature"),
-            body,
-            self.clock(),
-        )
-        if problem:
-            return _reply(
-                401,
-                {"error": f"kvdoctor: slack: {problem}; check SLACK_SIGNING_SECRET"},
-                log={"slack": "bad_signature"},
-            )
-        if "x-slack-retry-num" in headers:  # the first delivery was (or is being) handled
-            return _reply(200, {}, log={"slack": "retry_ignored"}, headers=((b"x-slack-no-retry", b"1"),))
-        event_id = _event_id(body, _one(headers, "content-type") or "")
-        if event_id and not self.seen.first_time(event_id, self.clock()):
-            return _reply(200, {}, log={"slack": "duplicate_event"})
-        return await self._dispatch(body, headers, bytes(scope.get("query_string", b"")).decode())
-
-    async def _dispatch(self, body: bytes, headers: dict[str, str | Sequence[str]], query: str) -> SlackReply:
-        from slack_bolt.request.async_request import AsyncBoltRequest
-
-        request = AsyncBoltRequest(body=body.decode("utf-8", "replace"), query=query, headers=headers)
-        response = await self.bolt.async_dispatch(request)
-        content_type = (response.headers.get("content-type") or ["application/json"])[0]
-        return SlackReply(
-            response.status,
-            response.body.encode(),
-            content_type=content_type,
-            log={"slack": "dispatched"},
-        )
+    async def handle(self, request: Request) -> tuple[Response, SlackOutcome]:
+        noted: list[SlackOutcome] = []
+        try:
+            response = await self.handler.handle(request, {OUTCOME_KEY: noted})
+        except UnicodeDecodeError:  # the adapter decodes the body before Bolt sees it
+            return JSONResponse({"error": NOT_UTF8}, status_code=400), SlackOutcome.BAD_REQUEST
+        if response.status_code == 401:  # Bolt's request verification refused it
+            return JSONResponse({"error": BAD_SIGNATURE}, status_code=401), SlackOutcome.BAD_SIGNATURE
+        return response, (noted[0] if noted else SlackOutcome.DISPATCHED)
 
     @property
-    def bolt(self) -> Any:
-        if self._bolt is None:  # built on first use, inside the running event loop
-            self._bolt = build_bolt_app(self)
-        return self._bolt
+    def handler(self) -> AsyncSlackRequestHandler:
+        if self._handler is None:  # built on first use, inside the running event loop
+            from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
+
+            self._handler = AsyncSlackRequestHandler(build_bolt_app(self))
+        return self._handler
+
+    async def answer_once(
+        self, req: Any, context: dict[str, Any], body: dict[str, Any], next: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        """Bolt middleware, after the signature check: each delivery of an event is answered once."""
+        from slack_bolt.response import BoltResponse
+
+        noted: list[SlackOutcome] = context.get(OUTCOME_KEY, [])
+        if req.headers.get("x-slack-retry-num"):  # the first delivery was (or is being) handled
+            noted.append(SlackOutcome.RETRY_IGNORED)
+            return BoltResponse(status=200, body={}, headers={"x-slack-no-retry": "1"})
+        event_id = body.get("event_id")
+        if isinstance(event_id, str) and not self.seen.first_time(event_id, self.clock()):
+            noted.append(SlackOutcome.DUPLICATE_EVENT)
+            return BoltResponse(status=200, body={})
+        return await next()
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
@@ -280,8 +234,13 @@ def build_bolt_app(endpoint: SlackEndpoint) -> Any:
 
     cfg = endpoint.config
     client = AsyncWebClient(token=cfg.bot_token, base_url=cfg.api_url)
-    # Bolt checks the signature again (defence in depth); ours ran first and is the tested one.
-    app = AsyncApp(signing_secret=cfg.signing_secret, token=cfg.bot_token, client=client, logger=LOG)
+    app = AsyncApp(
+        signing_secret=cfg.signing_secret,  # Bolt's request verification is on: it runs first
+        token=cfg.bot_token,
+        client=client,
+        logger=LOG,
+        before_authorize=endpoint.answer_once,
+    )
     worker = SlackWorker(endpoint, client)
 
     async def on_command(ack: Any, command: dict[str, Any]) -> None:
