@@ -27,14 +27,14 @@ def test_a_log_that_ends_inside_the_capture_is_no_oom() -> None:
     log = "\n".join([V0_BANNER, "INFO 08-19 07:51:08 executor.py:56] # GPU blocks: 22982, # CPU blocks: 6241", CAPTURE])
     report, top = _top(log)
     assert report.verdict == "healthy" and top.confidence == "low"
-    assert "The log ends during cuda_graph_capture" in top.explanation
+    assert "The log ends during CUDA graph capture" in top.explanation
 
 
 def test_a_log_that_stops_before_the_kv_cache_says_where_it_stopped() -> None:
     log = "\n".join([V0_BANNER, CAPTURE])
     report, top = _top(log)
     assert report.verdict == "unknown" and top.rule == "start-up-incomplete"
-    assert "cuda_graph_capture" in top.explanation
+    assert "last step seen: CUDA graph capture" in top.explanation
     assert [r.action for r in top.remedies] == ["collect_more_log"]
 
 

@@ -93,11 +93,27 @@ FACT_KINDS: dict[str, Kind] = {
 }
 
 
+# in English sentences a phase reads as words too ("during the profiling run", not "during
+# profile_run"); the other ids are shown as written
+_EN: dict[str, dict[str, str]] = {
+    "phase": {
+        "weight_loading": "weight loading",
+        "profile_run": "the profiling run",
+        "cuda_graph_profile": "CUDA graph profiling",
+        "cuda_graph_capture": "CUDA graph capture",
+        "sampler_warmup": "the sampler warm-up",
+        "kv_cache_allocation": "KV cache allocation",
+        "kernel_warmup": "the kernel warm-up",
+        "unknown": "a start-up step the log does not name",
+    },
+}
+
+
 def term(lang: str, kind: Kind, value: str) -> str:
-    """What a reader of `lang` calls the id `value`: the zh name, else the id as written."""
-    if lang != "zh":
-        return value
-    return _ZH[kind].get(value, value)
+    """What a reader of `lang` calls the id `value`: the zh name (or, for a phase, the English
+    words), else the id as written."""
+    table = _ZH if lang == "zh" else _EN
+    return table.get(kind, {}).get(value, value)
 
 
 def fact_value(lang: str, fact: str, value: str) -> str:
