@@ -70,3 +70,18 @@ def test_corrupted_real_log_never_raises(position: int, junk: bytes) -> None:
     data = (CORPUS / "054-v1-new-format-tp-h100-kv-cache-memory-hint-healthy.log").read_bytes()
     cut = position % len(data)
     diagnose(data[:cut] + junk + data[cut:])
+
+
+def test_a_gzip_with_a_corrupt_deflate_stream_is_a_read_error_not_a_crash(tmp_path: Path) -> None:
+    import gzip
+    import subprocess
+    import sys
+
+    good = gzip.compress(b"INFO 01-01 00:00:00 api_server.py:1] vLLM API server version 0.6.3\n" * 50)
+    bad = tmp_path / "vllm.log.gz"
+    bad.write_bytes(good[:10] + b"\xff" * 16 + good[26:])  # the header survives, the deflate data does not
+    report = diagnose(bad)
+    assert any("read error" in n for n in report.notes)
+    done = subprocess.run([sys.executable, "-m", "kvdoctor", "diagnose", str(bad)], capture_output=True, check=False)
+    assert done.returncode == 2
+    assert done.stderr.decode().strip().endswith("copy or download the file again")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import re
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -94,7 +95,7 @@ def iter_raw_lines(stream: BinaryIO) -> Iterator[bytes]:
     while True:
         try:
             chunk = read(CHUNK)
-        except (OSError, EOFError) as exc:  # truncated gzip, I/O error: keep what we have
+        except (OSError, EOFError, zlib.error) as exc:  # truncated or corrupt gzip, I/O error: keep what we have
             if tail:
                 yield tail
             raise InputError(f"{READ_ERROR} ({exc}); the rest is ignored") from None
@@ -149,7 +150,7 @@ def iter_sparse_lines(stream: BinaryIO, dense_bytes: int = DENSE_BYTES) -> Itera
     while True:
         try:
             chunk = read(CHUNK)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             if tail:
                 yield number + 1, tail
             raise InputError(f"{READ_ERROR} ({exc}); the rest is ignored") from None
