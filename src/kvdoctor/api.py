@@ -12,7 +12,7 @@ from kvdoctor.diagnosis.engine import evaluate_attempt, external_fact
 from kvdoctor.diagnosis.report import Report
 from kvdoctor.diagnosis.rules import Rule, rules_for
 from kvdoctor.reader.facts import Facts
-from kvdoctor.reader.lines import iter_sparse_lines, open_source
+from kvdoctor.reader.lines import READ_ERROR, iter_sparse_lines, open_source
 from kvdoctor.reader.pipeline import Analysis, analyse_lines
 
 Source = str | bytes | Path | Iterable[str]
@@ -188,3 +188,18 @@ def report_for(
     if not any(a.events for a in analysis.attempts) or all(a.inconclusive for a in attempts):
         notes.append(NO_STARTUP_NOTE)
     return Report(analysis.source, attempts, tuple(notes), lang, probe_record)
+
+
+def input_problem(report: Report, path: str) -> str | None:
+    """A one-line error when the input was not a vLLM log one can gate on: unreadable past some
+    point, empty, or without any vLLM start-up line (the report is still printed)."""
+    name = "stdin" if path == "-" else path
+    for note in report.notes:
+        if note.startswith(f"{report.source}: {READ_ERROR}"):
+            return f"{name}: {note.split(': ', 1)[1]}; copy or download the file again"
+    if NO_STARTUP_NOTE in report.notes:
+        return (
+            f"{name}: no vLLM start-up lines found; pass the vLLM server's own output "
+            "(`vllm serve … 2>&1 | tee vllm.log`)"
+        )
+    return None

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("kvdoctor.commands.watch", "pass a live log through and diagnose it as it arrives"),
     "run": ("kvdoctor.commands.run", "launch vllm serve, tee its log and diagnose it live"),
     "ticket": ("kvdoctor.commands.ticket", "diagnose logs inside markdown incident tickets"),
+    "scan": ("kvdoctor.commands.scan", "diagnose every log in folders, globs or buckets, and summarise the fleet"),
     "serve": ("kvdoctor.commands.serve", "HTTP API and Slack bot backend"),
 }
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kvdoctor.api import NO_STARTUP_NOTE, diagnose
+from kvdoctor.api import diagnose, input_problem
 from kvdoctor.commands._common import (
     InputError,
     add_input,
@@ -20,10 +20,8 @@ from kvdoctor.commands._common import (
     text_width,
     use_color,
 )
-from kvdoctor.diagnosis.report import Report
 from kvdoctor.diagnosis.rules import RuleLoadError, rules_for
 from kvdoctor.exitcodes import EXIT_USAGE
-from kvdoctor.reader.lines import READ_ERROR
 from kvdoctor.render import FORMATS, render
 
 
@@ -92,18 +90,3 @@ def run(args: argparse.Namespace) -> int:
             continue
         worst = max(worst, report.exit_code(args.fail_on))
     return worst
-
-
-def input_problem(report: Report, path: str) -> str | None:
-    """A one-line error when the input was not a vLLM log one can gate on: unreadable past some
-    point, empty, or without any vLLM start-up line (the report is still printed)."""
-    name = "stdin" if path == "-" else path
-    for note in report.notes:
-        if note.startswith(f"{report.source}: {READ_ERROR}"):
-            return f"{name}: {note.split(': ', 1)[1]}; copy or download the file again"
-    if NO_STARTUP_NOTE in report.notes:
-        return (
-            f"{name}: no vLLM start-up lines found; pass the vLLM server's own output "
-            "(`vllm serve … 2>&1 | tee vllm.log`)"
-        )
-    return None
