@@ -10,6 +10,7 @@ from html import unescape
 from pathlib import Path
 
 import pytest
+from browser import CHROMIUM, headless
 
 from kvdoctor.cli import main
 
@@ -43,23 +44,10 @@ def test_the_page_is_self_contained_and_escapes_file_names(page: Path) -> None:
     assert html.count("<tr data-by_verdict=") == 14
 
 
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-
-
 def _dom(page: Path, fragment: str, profile: Path) -> str:
-    browser = _chromium()
-    assert browser is not None
     proc = subprocess.run(
         [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--no-first-run",
-            f"--user-data-dir={profile}",
+            *headless(profile),
             "--dump-dom",
             page.as_uri() + fragment,
         ],
@@ -81,7 +69,7 @@ def _rows(dom: str) -> list[tuple[bool, list[str]]]:
     return rows
 
 
-@pytest.mark.skipif(_chromium() is None, reason="no Chromium installed")
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed")
 def test_in_a_browser_the_table_sorts_and_a_bar_filters_it(page: Path, tmp_path: Path) -> None:
     dom = _dom(page, "", tmp_path / "profile")
     assert 'data-ready="1"' in dom  # the script ran under the page's Content-Security-Policy

@@ -25,6 +25,7 @@ import pytest
 
 schemathesis = pytest.importorskip("schemathesis")
 uvicorn = pytest.importorskip("uvicorn")
+from browser import CHROMIUM, headless  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
@@ -40,7 +41,6 @@ HOSTILE = b'<script>document.title="pwned"</script><img src=x onerror="document.
 # the sampler OOM with markup on its error line (a line the diagnosis cites as evidence)
 HOSTILE_LOG = SAMPLER_OOM.replace(b"when initializing the engine.", b"when initializing the engine. " + HOSTILE, 1)
 KVDOCTOR = Path(sys.executable).with_name("kvdoctor")
-CHROMIUM = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if os.access(p, os.X_OK)), None)
 LIMIT = 1 << 20
 
 
@@ -425,14 +425,7 @@ class Chromium:
     def __init__(self, profile: Path) -> None:
         self.proc = subprocess.Popen(
             [
-                str(CHROMIUM),
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--no-first-run",
-                f"--user-data-dir={profile}",
+                *headless(profile),
                 "--remote-debugging-address=127.0.0.1",
                 "--remote-debugging-port=0",
                 "about:blank",
