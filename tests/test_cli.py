@@ -337,3 +337,12 @@ def test_plain_text_does_not_import_rich() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "False"
+
+
+def test_ascii_draws_the_budget_bar_without_block_glyphs(capsys: pytest.CaptureFixture[str]) -> None:
+    log = str(Path(__file__).parents[1] / "examples" / "profile-peak-no-cache-blocks.log")
+    main(["diagnose", "--lang", "en", log])
+    assert "█" in capsys.readouterr().out
+    main(["diagnose", "--lang", "en", "--ascii", log])
+    bar = [line for line in capsys.readouterr().out.splitlines() if "budget 0.9 × total" in line]
+    assert bar and bar[0].startswith("|W") and "█" not in bar[0]

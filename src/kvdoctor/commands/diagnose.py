@@ -31,6 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_rules_argument(parser)
     parser.add_argument("--fail-on", choices=("error", "warning", "never"), default="error")
     add_lang_argument(parser)
+    parser.add_argument(
+        "--ascii",
+        action="store_true",
+        help="draw the budget bar in ASCII (the default in zh, where terminals draw block glyphs double-wide)",
+    )
     parser.add_argument("--probe", action="store_true", help="read the live GPU (NVML) and use it")
     parser.add_argument(
         "--probe-file",
@@ -82,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             if several and args.format == "text":
                 sys.stdout.write(f"== {path}\n")
-            sys.stdout.write(render(report, args.format, lang=lang, color=color, width=text_width()))
+            bar = True if args.ascii else None
+            sys.stdout.write(render(report, args.format, lang=lang, color=color, width=text_width(), ascii_bar=bar))
         problem = input_problem(report, path)
         if problem is not None:
             error(problem)

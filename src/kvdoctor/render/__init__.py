@@ -9,7 +9,15 @@ from kvdoctor.diagnosis.report import Report
 FORMATS = ("text", "json", "markdown")
 
 
-def render(report: Report, fmt: str, *, lang: str = "en", color: bool = False, width: int | None = None) -> str:
+def render(
+    report: Report,
+    fmt: str,
+    *,
+    lang: str = "en",
+    color: bool = False,
+    width: int | None = None,
+    ascii_bar: bool | None = None,
+) -> str:
     if fmt == "json":
         return json.dumps(report.as_records(), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
     if fmt == "markdown":
@@ -18,4 +26,4 @@ def render(report: Report, fmt: str, *, lang: str = "en", color: bool = False, w
         return render_markdown(report.as_records())
     from kvdoctor.render.text import render_text
 
-    return render_text(report, color=color, width=width)
+    return render_text(report, color=color, width=width, ascii_bar=ascii_bar)
