@@ -8,7 +8,6 @@ reference catalog, each entry with its source). Both files are read once, lazily
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Mapping
@@ -214,6 +213,8 @@ def _with_quantization(entry: ModelEntry, method: str | None) -> ModelEntry:
 def suggest_models(query: str, n: int = 5) -> list[str]:
     """Close catalog names for an unknown model (display names, best first)."""
     by_key = {model_key(e.name): e.name for e in models()}
+    import difflib  # only when a name is unknown: suggestions
+
     close = difflib.get_close_matches(model_key(query), list(by_key), n=n, cutoff=0.5)
     if not close:
         stem = model_key(query).split("-")[0]
@@ -238,6 +239,8 @@ def find_gpu(query: str) -> GpuEntry | None:
 
 def suggest_gpus(query: str, n: int = 5) -> list[str]:
     by_key = {k: e.id for e in gpus() for k in _gpu_keys(e)}
+    import difflib
+
     close = difflib.get_close_matches(_slug(query), list(by_key), n=n * 3, cutoff=0.4)
     return list(dict.fromkeys(by_key[k] for k in close))[:n] or [e.id for e in gpus()][:n]
 
