@@ -754,3 +754,58 @@ def test_a_max_len_error_re_wrapped_at_its_parentheses_keeps_its_figures() -> No
     report = diagnose(log)
     assert (report.facts["needed_kv_gib"], report.facts["kv_cache_gib"]) == (5.62, 4.5)
     assert report.diagnoses[0].remedies[0].value == 32768
+
+
+def test_a_tpu_program_that_cannot_be_loaded_leaves_the_compiled_programs_room() -> None:
+    log = (
+        "--gpu-memory-utilization 0.98\n"
+        "RuntimeProgramAllocationFailure: Error loading program 'jit__forward':\n"
+        "Attempting to allocate 1.13G. That was not possible. There are 528.72M free.\n"
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.klass, top.phase) == ("cuda_oom", "cuda_graph_capture")
+    assert top.remedies[0].action == "lower_gpu_memory_utilization"
+    assert "enforce_eager" not in [r.action for r in top.remedies]  # XLA compiles whatever the flag
+
+
+def test_a_start_up_check_wrapped_by_a_terminal_or_a_quote_keeps_its_figures() -> None:
+    wrapped_80 = (
+        "(EngineCore pid=42103) ValueError: Free memory on device cuda:0 (13.33/15.47 GiB\n"
+        ") on startup is less than desired GPU memory utilization (0.9, 13.92 GiB). Decre\n"
+        "ase GPU memory utilization or reduce GPU memory used by other processes.\n"
+    )
+    quoted = (
+        "    ValueError: Free memory on device cuda:0 (1.33/23.98 GiB) on startup is less\n"
+        "    than desired GPU memory utilization (0.95, 22.79 GiB).\n"
+    )
+    for log, free, total in ((wrapped_80, 13.33, 15.47), (quoted, 1.33, 23.98)):
+        facts = diagnose(log).facts
+        assert (facts["free_gpu_gib_at_startup"], facts["total_gpu_gib"]) == (free, total)
+
+
+def test_vllms_check_of_batched_tokens_against_the_length_is_a_setting_not_memory() -> None:
+    log = (
+        "ValueError: Ascend scheduler is enabled without chunked prefill feature. Argument max_num_batched_tokens "
+        "(4096) is smaller than max_model_len (32768). Please increase max_num_batched_tokens or decrease max_model_len.\n"
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_config")
+
+
+def test_a_failed_custom_all_reduce_is_the_config_not_memory() -> None:
+    log = (
+        "INFO 04-23 11:32:58 model_runner.py:1115] Loading model weights took 8.4974 GB\n"
+        "VLLM: Failed: /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'\n"
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.klass, top.remedies[0].action) == ("other", "fix_config")
+    assert "--disable-custom-all-reduce" in top.remedies[0].text
+
+
+def test_a_bare_cuda_error_in_markdown_bold_is_read() -> None:
+    log = (
+        "ERROR 05-08 02:37:18 engine.py:389] **CUDA error: no kernel image is available for execution on the device**\n"
+    )
+    report = diagnose(log)
+    assert report.facts["error_message"] == "CUDA error: no kernel image is available for execution on the device"
+    assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_environment")

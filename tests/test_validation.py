@@ -113,6 +113,11 @@ KNOWN_MISSES = {
     "2511-": "the PTX error is only in the thread's title: the file has verl's frames",
     "2512-": "the capture crash's text is not in the file",
     "2514-": "a capture OOM: the maintainer's fix was another card for the embedding model, which the log does not show",
+    "2601-": "an Ascend graph capture out of stream resources, its text cut: the label is the config",
+    "2604-": "an XPU weight-load OOM with nothing allocated under WSL2: the environment, which the log does not name",
+    "2606-": "a ROCm profiling bug (the PR's fix): the log shows 22 GiB held, which reads as another process",
+    "2611-": "an NPU weight-load OOM on 16 cards: the thread never finds the cause",
+    "2614-": "an Ascend graph capture out of streams: eager mode and fewer capture sizes both work; the label is the config",
 }
 
 

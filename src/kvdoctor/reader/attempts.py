@@ -460,6 +460,8 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
     if event.kind == "warmup_oom":
         phase = "sampler_warmup"
         sink.put("warmup_dummy_requests", f.get("dummy_requests"), event, rank=3)
+    elif f.get("phase"):
+        phase = str(f["phase"])  # the message itself names the step (the TPU's program loading)
     elif "create" in event.text and "weights" in event.text:
         phase = "weight_loading"  # "Failed to create unquantized linear weights: CUDA out of memory"
     elif "Error in model execution" in event.text and not frames and last_phase in (None, "weight_loading"):

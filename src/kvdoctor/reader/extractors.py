@@ -1208,6 +1208,22 @@ EXTRACTORS: tuple[Extractor, ...] = (
     ),
     # uvicorn's own level format: "ERROR:    [Errno 98] error while attempting to bind on address …"
     Extractor("exception", ("[Errno",), _F(r"^ERROR:\s+\[Errno (\d+)\] (.*)"), _uvicorn_error),
+    # vLLM's CUDACHECK in its own kernels (the custom all-reduce): "Failed: Cuda error
+    # /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'"
+    Extractor(
+        "exception",
+        ("Failed: ",),
+        _F(r"Failed: (?:Cuda error )?(\S+\.cuh?:\d+ '[^']+')"),
+        lambda m: {"type": "CudaError", "message": m.group(1)},
+    ),
+    # torch's CUDA error text on its own line, without the "RuntimeError: " before it (a log
+    # shipper's ERROR record, a paste): "CUDA error: no kernel image is available for execution …"
+    Extractor(
+        "exception",
+        ("CUDA error: ", "HIP error: "),
+        _F(r"^((?:CUDA|HIP) error: .+)$"),
+        lambda m: {"type": "RuntimeError", "message": m.group(1).strip()},
+    ),
     # pydantic's ValidationError (vLLM 0.10+ config classes) puts the reason on the next, indented
     # line: "  Value error, Model architectures [...] failed to be inspected. … [type=value_error, …]"
     Extractor(
@@ -1226,12 +1242,20 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # bottom of memory" / "Ran out of memory in memory space hbm"
     Extractor(
         "cuda_oom",
-        ("RESOURCE_EXHAUSTED", "Ran out of memory in memory space"),
+        ("RESOURCE_EXHAUSTED", "Ran out of memory in memory space", "That was not possible"),
         _F(
             r"RESOURCE_EXHAUSTED:.*?(?:allocate|reserve) (\d+(?:\.\d+)?)G\b|Ran out of memory in memory space (\w+)"
             r"|RESOURCE_EXHAUSTED: Error allocating device buffer"
+            # the TPU runtime loading a compiled program: "RuntimeProgramAllocationFailure: Error
+            # loading program 'jit__forward': Attempting to allocate 1.13G. That was not possible."
+            r"|Attempting to allocate (\d+(?:\.\d+)?)G\. That was not possible"
         ),
-        lambda m: {"device": "TPU", **({"tried_gib": float(m.group(1))} if m.group(1) else {})},
+        lambda m: {
+            "device": "TPU",
+            **({"tried_gib": float(m.group(1) or m.group(3))} if (m.group(1) or m.group(3)) else {}),
+            # a compiled program is loaded at the warm-up that stands for graph capture on TPU
+            **({"phase": "cuda_graph_capture"} if m.group(3) else {}),
+        },
     ),
     # Gaudi (vllm-fork): "Loading model weights took in total 15.05 GiB of device memory (15.05 GiB/30.15 GiB used)"
     Extractor(
@@ -1239,6 +1263,16 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ("Loading model weights took in total",),
         _F(_GAUDI_WEIGHTS),
         lambda m: {"weights_gib": float(m.group(1)), "total_gpu_gib": float(m.group(2))},
+    ),
+    # Gaudi (vllm-fork): "Initializing cache engine took 49.75 GiB of device memory (65.4 GiB/94.62 GiB used)"
+    Extractor(
+        "available_kv_memory",
+        ("Initializing cache engine took",),
+        _F(
+            r"Initializing cache engine took (\d+(?:\.\d+)?) GiB of device memory "
+            r"\((?:\d+(?:\.\d+)?) GiB/(\d+(?:\.\d+)?) GiB used\)"
+        ),
+        lambda m: {"kv_cache_gib": float(m.group(1)), "total_gpu_gib": float(m.group(2))},
     ),
     # Gaudi's graph runtime: "FATAL ERROR :: MODULE:PT_LAZY Error, …" (the software stack, not memory)
     Extractor(

@@ -16,6 +16,7 @@ from kvdoctor.reader.lines import Line
 MAX_JOIN = 8
 MAX_COMMAND_JOIN = 64
 WRAP_WIDTH = 100  # a physical line at least this long that ends mid-token was cut by a terminal
+TERMINAL_WIDTH = 80  # ... or one exactly as long as the classic terminal
 _EXC_START = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Interrupt)|AssertionError)\b:\s")
 # A line that starts a new record rather than continuing the message above it.
 _NEW_RECORD = re.compile(
@@ -29,7 +30,9 @@ _KNOWN_CONTINUATION = re.compile(
     r"^\s*(?:Desired GPU memory utilization is|Actual usage (?:is|:)|Replace gpu_memory_utilization|"
     r"Based on the available memory|the estimated maximum model length|Current kv cache memory|"
     # the max-len error re-wrapped before its "(X GiB KV cache is needed" part
-    r"\(\d+(?:\.\d+)? GiB KV cache is needed|Try increasing `gpu_memory_utilization`)"
+    r"\(\d+(?:\.\d+)? GiB KV cache is needed|Try increasing `gpu_memory_utilization`|"
+    # the start-up check re-wrapped ("… on startup is less" / "than desired GPU memory utilization …")
+    r"(?:is less )?than desired GPU memory utilization|on startup is less than desired)"
 )
 _WRAP_START = re.compile(r"^[a-z0-9_./)\]},'\"-]")
 _KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")  # a Kubernetes/glog record header (peeled off the text)
@@ -44,7 +47,13 @@ def _finished(previous: Line, line: Line) -> bool:
 
 def _terminal_wrap(previous: Line, line: Line) -> bool:
     """The previous physical line was cut at the terminal width in the middle of a token."""
-    return len(previous.raw) >= WRAP_WIDTH and previous.raw[-1:].isalnum() and bool(_WRAP_START.match(line.raw))
+    # (at exactly 80 columns only inside an exception message or an open parenthesis: many a short
+    # record is 80 characters long by chance)
+    at_80 = len(previous.raw) == TERMINAL_WIDTH and (
+        bool(_EXC_START.match(previous.text)) or previous.raw.count("(") > previous.raw.count(")")
+    )
+    cut = len(previous.raw) >= WRAP_WIDTH or at_80
+    return cut and previous.raw[-1:].isalnum() and bool(_WRAP_START.match(line.raw))
 
 
 def _continues(previous: Line, line: Line, joined: int) -> bool:

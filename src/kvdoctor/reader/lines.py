@@ -408,6 +408,8 @@ def peel(text: str) -> tuple[str, Origin]:
             break  # vLLM's own header is the innermost wrapper
         if text == before:
             break
+    if text.startswith("**") and text.endswith("**") and len(text) > 4:
+        text = text[2:-2]  # a message a paste set in markdown bold ("**CUDA error: …**")
     origin = Origin(proc, pid, rank, container, level, stamp, src, repeated)
     return text, (NO_ORIGIN if origin == NO_ORIGIN else origin)
 
