@@ -809,3 +809,34 @@ def test_a_bare_cuda_error_in_markdown_bold_is_read() -> None:
     report = diagnose(log)
     assert report.facts["error_message"] == "CUDA error: no kernel image is available for execution on the device"
     assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_environment")
+
+
+def test_a_cut_kv_check_under_the_engine_wrapper_after_a_long_length_is_a_low_guess_at_the_length() -> None:
+    log = "\n".join(
+        [
+            "vllm serve Qwen/Qwen3.6-27B --max-model-len 180000",
+            '(EngineCore pid=47)   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 261, in _initialize_kv_caches',
+            '(EngineCore pid=47)   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/core/kv_cache_utils.py", line 717, in _check_enough_kv_cache_memory',
+            "(EngineCore pid=47)     raise ValueError(",
+            "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (report.verdict, top.confidence, top.remedies[0].action) == (
+        "max_model_len_too_large",
+        "low",
+        "lower_max_model_len",
+    )
+    assert report.facts["error_is_wrapper"] is True
+    # the same frames with a short length: no claim about the length
+    assert diagnose(log.replace("180000", "4096")).verdict != "max_model_len_too_large"
+
+
+def test_a_v0_profile_breakdown_cut_before_its_kv_part_keeps_its_figures() -> None:
+    log = (
+        "INFO 03-13 01:31:59 worker.py:267] model weights take 0.80GiB; non_torch_memory takes 0.16GiB; "
+        "PyTorch activation peak memory takes 4.01GiB;\n"
+    )
+    facts = diagnose(log).facts
+    assert (facts["weights_gib"], facts["non_torch_gib"], facts["activation_peak_gib"]) == (0.8, 0.16, 4.01)

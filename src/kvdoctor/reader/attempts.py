@@ -399,7 +399,9 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
             last_phase = event.fields["phase"]
             frames = []
         elif event.kind == "exception" and "OutOfMemory" not in event.fields.get("type", ""):
-            frames = frames if "out of memory" in event.text else []
+            # (a wrapper, "Engine core initialization failed", ends no traceback of its own cause:
+            # the frames above it are the cut traceback of the failure)
+            frames = frames if "out of memory" in event.text or _is_wrapper(event) else []
         elif event.kind in ("cuda_oom", "warmup_oom"):
             _one_oom(sink, event, frames, last_phase)
             oom_event = event
@@ -628,6 +630,8 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
         root = next((e for e in exceptions if not _is_wrapper(e)), exceptions[0])
         sink.put("error_type", root.fields["type"], root, rank=3)
         sink.put("error_message", root.fields["message"][:2000], root, rank=3)
+        if _is_wrapper(root):  # only wrappers: the cause's own text is not in the log
+            sink.put("error_is_wrapper", True, root, rank=3)
     for event in attempt.events:  # seen.<kind>: the first event of each kind, as evidence
         if id(event) in skipped:
             continue

@@ -79,12 +79,10 @@ def _budget(m: re.Match[str]) -> Fields:
 
 
 def _breakdown(m: re.Match[str]) -> Fields:
-    return {
-        "weights_gib": _g(m, 1),
-        "non_torch_gib": _g(m, 2),
-        "activation_peak_gib": _g(m, 3),
-        "kv_cache_gib": _g(m, 4),
-    }
+    fields = {"weights_gib": _g(m, 1), "non_torch_gib": _g(m, 2), "activation_peak_gib": _g(m, 3)}
+    if m.group(4) is not None:
+        fields["kv_cache_gib"] = _g(m, 4)
+    return fields
 
 
 def _profile_debug(m: re.Match[str]) -> Fields:
@@ -683,7 +681,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ("model weights take",),
         _F(
             r"model weights take (-?\d+(?:\.\d+)?) ?GiB; non_torch_memory takes (-?\d+(?:\.\d+)?) ?GiB; PyTorch activation "  # noqa: E501
-            r"peak memory takes (-?\d+(?:\.\d+)?) ?GiB; the rest of the memory reserved for KV Cache is (-?\d+(?:\.\d+)?) ?GiB"  # noqa: E501
+            # (a paste may cut the line, or break it, before the KV part)
+            r"peak memory takes (-?\d+(?:\.\d+)?) ?GiB;(?: the rest of the memory reserved for KV Cache is (-?\d+(?:\.\d+)?) ?GiB)?"  # noqa: E501
         ),
         _breakdown,
     ),

@@ -158,6 +158,7 @@ KNOWN_FACTS = frozenset(
         "no_gpu_reason",
         "max_model_len_kernel_limit",
         "oom_cumem_allocator",
+        "error_is_wrapper",
         "memory_error_seen",
         "environment_reason",
         "oom_device",
