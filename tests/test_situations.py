@@ -840,3 +840,29 @@ def test_a_v0_profile_breakdown_cut_before_its_kv_part_keeps_its_figures() -> No
     )
     facts = diagnose(log).facts
     assert (facts["weights_gib"], facts["non_torch_gib"], facts["activation_peak_gib"]) == (0.8, 0.16, 4.01)
+
+
+def test_vllm_metal_budget_is_read_and_its_hidden_reservation_is_the_profile() -> None:
+    log = (
+        "# VLLM_METAL_MEMORY_FRACTION=0.98 vllm serve mlx-community/Qwen3.5-27B-MLX-4bit --max-model-len 2048\n"
+        "ValueError: Paged attention: not enough Metal memory for KV cache.\n"
+        "  metal_limit=26.80GB, fraction=0.98, usable_metal=26.26GB,\n"
+        "  model_memory=19.74GB, overhead=2.09GB, kv_budget=-12.05GB.\n"
+    )
+    report = diagnose(log)
+    facts = report.facts
+    assert report.verdict == "no_cache_blocks"
+    assert facts["gpu_memory_utilization"] == 0.98
+    assert round(facts["weights_gib"], 2) == round(19.74e9 / 2**30, 2)  # decimal GB, in GiB
+    assert facts["activation_peak_gib"] == 15.35  # what the budget line leaves unexplained
+    assert report.diagnoses[0].remedies[0].action in ("reduce_max_num_batched_tokens", "reduce_max_num_seqs")
+
+
+def test_a_title_that_names_an_oom_is_not_an_oom() -> None:
+    log = "\n".join(
+        [
+            "# [Bug]: torch.OutOfMemoryError for 0.6.4.post1 but 0.6.3.post1 is working",
+            "INFO 12-20 20:25:46 distributed_gpu_executor.py:57] # GPU blocks: 3852, # CPU blocks: 4096",
+        ]
+    )
+    assert diagnose(log).verdict == "healthy"

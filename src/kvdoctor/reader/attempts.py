@@ -722,6 +722,34 @@ def _sized_kv(attempt: Attempt) -> bool:
     return any(attempt.has(k) for k in _KV_SIZE_PRINTED)
 
 
+# vllm-metal's budget keys -> kvdoctor's figures (its "overhead" is what vLLM calls non-torch)
+_METAL_FACTS = {
+    "metal_limit": "total_gpu_gib",
+    "fraction": "gpu_memory_utilization",
+    "model_memory": "weights_gib",
+    "overhead": "non_torch_gib",
+    "kv_budget": "kv_cache_gib",
+    "num_blocks": "gpu_blocks",
+    "max_tokens_cached": "kv_cache_tokens",
+}
+
+
+def _metal_reservation(sink: _FactSink, attempt: Attempt) -> None:
+    """vllm-metal subtracts more than the weights and its overhead before the KV budget (a hybrid
+    model's linear-attention state for every sequence): what is left unexplained is the profiled
+    peak's counterpart, derived and marked so."""
+    values: dict[str, float] = {}
+    for event in attempt.events:
+        if event.kind == "metal_memory":
+            values.update({k: v for k, v in event.fields.items() if isinstance(v, int | float)})
+    needed = ("usable_metal", "model_memory", "overhead", "kv_budget")
+    if not all(k in values for k in needed):
+        return
+    rest = values["usable_metal"] - values["model_memory"] - values["overhead"] - values["kv_budget"]
+    if rest >= 0.5:
+        sink.put("activation_peak_gib", round(rest, 2), None, rank=1, source="derived", derived=True)
+
+
 def attempt_facts(attempt: Attempt) -> Facts:
     sink = _FactSink()
     for event in attempt.events:
@@ -747,6 +775,10 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("environment_kind", event.fields["kind"], event, rank=1)
         elif event.kind == "no_gpu":
             sink.put("no_gpu_reason", event.fields["reason"], event, rank=1)
+        elif event.kind == "metal_memory":
+            for key, name in _METAL_FACTS.items():
+                if key in event.fields:
+                    sink.put(name, event.fields[key], event, rank=0)
         elif event.kind == "kernel_length_limit":
             sink.put("max_model_len_kernel_limit", event.fields["limit"], event, rank=1)
         elif event.kind == "unified_memory":
@@ -755,6 +787,7 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("model", event.fields["model"], event, rank=2)
         else:
             _figure_facts(sink, event)
+    _metal_reservation(sink, attempt)
     _oom_facts(sink, attempt)
     _version_facts(sink, attempt)
     _engine_fact(sink, attempt)

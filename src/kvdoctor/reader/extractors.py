@@ -478,6 +478,19 @@ def _kernel_length_limit(m: re.Match[str]) -> Fields | None:
     return {"limit": limit} if 0 < limit < length else None
 
 
+_METAL_KEYS = "metal_limit|fraction|usable_metal|model_memory|overhead|kv_budget|num_blocks|max_tokens_cached"
+_METAL_PAIR = r"\b(" + _METAL_KEYS + r")=(-?\d+(?:\.\d+)?)(GB)?"
+
+
+def _metal_memory(m: re.Match[str]) -> Fields:
+    """Every key=value of vllm-metal's budget on the line; its GB are decimal (10^9 bytes)."""
+    fields: dict[str, Any] = {}
+    for key, raw, unit in re.findall(_METAL_PAIR, m.string):
+        value = float(raw)
+        fields[key] = round(value * 1e9 / 2**30, 4) if unit else (int(value) if raw.isdigit() else value)
+    return fields
+
+
 def _exception(m: re.Match[str]) -> Fields:
     return {"type": m.group(1), "message": m.group(2).strip()}
 
@@ -615,8 +628,24 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # a device whose GPU memory is the host's RAM: the fraction takes from what the OS needs
     Extractor(
         "unified_memory",
-        ("Jetson", "Orin", "GB10", "DGX Spark", "Thor", "Strix Halo", "gfx1151", "nified memory", "nified CPU/GPU"),
-        _F(r"(?i)\b(Jetson|Orin|GB10|DGX Spark|Jetson Thor|Strix Halo|gfx1151|unified (?:CPU/GPU )?memory)\b"),
+        (
+            *(
+                "Jetson",
+                "Orin",
+                "GB10",
+                "DGX Spark",
+                "Thor",
+                "Strix Halo",
+                "gfx1151",
+                "nified memory",
+                "nified CPU/GPU",
+            ),
+            *("Metal memory", "vllm-metal", "VLLM_METAL", "metal_limit"),  # vllm-metal on Apple silicon
+        ),
+        _F(
+            r"(?i)\b(Jetson|Orin|GB10|DGX Spark|Jetson Thor|Strix Halo|gfx1151|unified (?:CPU/GPU )?memory|"
+            r"Metal(?= memory)|vllm[-_]metal|metal_limit)\b"
+        ),
         lambda m: {"device": m.group(1)},
     ),
     # §2 banner / version / args
@@ -861,9 +890,18 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # §7 / §8 the errors
     Extractor(
         "no_cache_blocks_error",
-        ("No available memory for the cache blocks",),
-        _F(r"No available memory for the cache blocks"),
+        ("No available memory for the cache blocks", "not enough Metal memory for KV cache"),
+        # (vllm-metal on Apple silicon: "Paged attention: not enough Metal memory for KV cache.")
+        _F(r"No available memory for the cache blocks|not enough Metal memory for KV cache"),
         _nothing,
+    ),
+    # vllm-metal's budget, on one line or spread over several: "metal_limit=26.80GB, fraction=0.98,
+    # usable_metal=26.26GB, model_memory=19.74GB, overhead=2.09GB, kv_budget=-12.05GB, num_blocks=…"
+    Extractor(
+        "metal_memory",
+        ("metal_limit=", "model_memory=", "kv_budget=", "num_blocks=", "max_tokens_cached="),
+        _F(r"\b(?:" + _METAL_KEYS + ")="),
+        _metal_memory,
     ),
     Extractor(
         "auto_fit_error",
@@ -942,7 +980,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor("cuda_oom", ("out of memory",), _F(r"(CUDA|XPU|NPU|HIP) out of memory\."), _cuda_oom),
     # (vLLM's cumem allocator, sleep mode: "Cuda error: out of memory at …/cumem_allocator.cpp: 62")
     Extractor("cuda_oom", ("out of memory",), _F(r"(?i)(CUDA|NPU) error: out of memory"), _cuda_oom),
-    Extractor("cuda_oom", ("OutOfMemoryError",), _F(r"(NPU|XPU)?\w*OutOfMemoryError"), _cuda_oom),
+    # (the exception itself, "torch.OutOfMemoryError: …" or a bare last line; not a sentence that
+    # names it, "OutOfMemoryError for 0.6.4.post1 but 0.6.3.post1 is working")
+    Extractor("cuda_oom", ("OutOfMemoryError",), _F(r"(NPU|XPU)?\w*OutOfMemoryError(?=:|\s*$|\s*\()"), _cuda_oom),
     # §8.3 / §9.3 related messages
     Extractor(
         "user_max_len_warning",
@@ -1320,4 +1360,4 @@ EXTRACTORS: tuple[Extractor, ...] = (
 )
 
 # Event kinds whose extractor may fire on the same line as another (an OOM inside an exception).
-MULTI = frozenset({"exception", "phase", "warmup_oom", "frame", "engine_failed"})
+MULTI = frozenset({"exception", "phase", "warmup_oom", "frame", "engine_failed", "metal_memory"})
