@@ -6,6 +6,7 @@ start-up is never called a failure. `benchmarks/corpus_score.py` prints the same
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,9 @@ KNOWN_MISSES = {
 }
 
 
+UNKNOWN_SHOWN = re.compile(r"(?:^|[\s(（:：=×])\?(?:$|[\s),.;）。，])")
+
+
 def _known(label: dict[str, Any]) -> str | None:
     return next((why for prefix, why in KNOWN_MISSES.items() if label["file"].startswith(prefix)), None)
 
@@ -142,6 +146,9 @@ def test_verdict_and_first_remedy(folder: Path, label: dict[str, Any]) -> None:
     top = report.diagnoses[0] if report.diagnoses else None
     first = top.remedies[0].action if top and top.remedies else None
     assert not score.opposite(label, first), f"{label['file']}: first remedy {first} points the wrong way"
+    for d in report.diagnoses:  # an unknown fact outside a [[ ]] segment shows as a bare "?"
+        for text in (d.title, d.explanation, *(r.text for r in d.remedies), *(a.why for a in d.avoid)):
+            assert not UNKNOWN_SHOWN.search(text), f"{label['file']}: {d.rule} shows an unknown figure: {text[:120]}"
     if label["class"] == "healthy":
         assert report.verdict in ("healthy", "unknown"), f"{label['file']}: a healthy start-up called {report.verdict}"
     if _known(label):
