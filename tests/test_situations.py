@@ -866,3 +866,27 @@ def test_a_title_that_names_an_oom_is_not_an_oom() -> None:
         ]
     )
     assert diagnose(log).verdict == "healthy"
+
+
+def test_an_oom_beside_a_process_holding_far_more_than_this_one_allocated_is_a_co_tenant() -> None:
+    log = (
+        "INFO 06-10 10:00:00 [gpu_model_runner.py:1] Starting to load model deepseek-ai/DeepSeek-R1-Distill-Llama-8B...\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 112.00 MiB. GPU 0 has a total capacity of "
+        "47.36 GiB of which 112.44 MiB is free. Process 2585863 has 42.16 GiB memory in use. Process 2587244 has "
+        "1.79 GiB memory in use. Of the allocated memory 1.31 GiB is allocated by PyTorch, and 2.00 MiB is reserved "
+        "by PyTorch but unallocated.\n"
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.rule, top.remedies[0].action) == ("cuda-oom-other-process", "free_gpu_memory")
+
+
+def test_rays_memory_monitor_and_a_vllm_attribute_error_are_the_environment() -> None:
+    ray = (
+        "Task was killed due to the node running low on memory. Memory on the node (IP: 10.0.0.3) where the task "
+        "was running was 950.1GB / 1000.0GB (0.95), which exceeds the memory usage threshold of 0.95.\n"
+    )
+    assert diagnose(ray).facts["environment_kind"] == "host memory"
+    attr = "ERROR 05-26 00:17:47 [engine.py:448] 'ColumnParallelLinear' object has no attribute 'input_scale'\n"
+    report = diagnose(attr)
+    assert report.facts["error_type"] == "AttributeError"
+    assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_environment")

@@ -462,7 +462,18 @@ def _environment_error(m: re.Match[str]) -> Fields:
         kind = "disk"
     elif "shm" in text:
         kind = "shared memory"
-    elif "mmap" in text or "oom killer" in text or "oom-killer" in text or "killed process" in text:
+    elif any(
+        w in text
+        for w in (
+            "mmap",
+            "oom killer",
+            "oom-killer",
+            "killed process",
+            "low on memory",
+            "usage threshold",
+            "oom-prevention",
+        )
+    ):
         kind = "host memory"
     else:
         kind = "cluster"
@@ -600,6 +611,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "OOM killer",
             "Out of memory: Killed process",
             "invoked oom-killer",
+            "node running low on memory",
+            "memory usage threshold",
+            "ray-oom-prevention",
         ),
         _F(
             r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
@@ -610,7 +624,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
             # (errno 12), the kernel's OOM killer named by Ray or dmesg
             r"unable to mmap \d+ bytes from file .{0,300}?Cannot allocate memory|"
             r"killed by SIGKILL by OOM killer|OOM killer due to high memory usage|Out of memory: Killed process \d+|"
-            r"invoked oom-killer)"
+            r"invoked oom-killer|"
+            # Ray's memory monitor killing workers on a node low on RAM
+            r"node running low on memory|exceeds the memory usage threshold|ray-oom-prevention)"
         ),
         _environment_error,
     ),
@@ -1254,6 +1270,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ("Failed: ",),
         _F(r"Failed: (?:Cuda error )?(\S+\.cuh?:\d+ '[^']+')"),
         lambda m: {"type": "CudaError", "message": m.group(1)},
+    ),
+    # an AttributeError's text logged without its type (V0's engine logs str(e)):
+    # "'ColumnParallelLinear' object has no attribute 'input_scale'"
+    Extractor(
+        "exception",
+        ("object has no attribute",),
+        _F(r"^('\w+' object has no attribute '\w+')"),
+        lambda m: {"type": "AttributeError", "message": m.group(1)},
     ),
     # torch's CUDA error text on its own line, without the "RuntimeError: " before it (a log
     # shipper's ERROR record, a paste): "CUDA error: no kernel image is available for execution …"
