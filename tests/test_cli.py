@@ -346,3 +346,18 @@ def test_ascii_draws_the_budget_bar_without_block_glyphs(capsys: pytest.CaptureF
     main(["diagnose", "--lang", "en", "--ascii", log])
     bar = [line for line in capsys.readouterr().out.splitlines() if "budget 0.9 × total" in line]
     assert bar and bar[0].startswith("|W") and "█" not in bar[0]
+
+
+def test_diagnose_takes_options_between_its_files(capsys: pytest.CaptureFixture[str]) -> None:
+    examples = Path(__file__).parents[1] / "examples"
+    main(
+        [
+            "diagnose",
+            str(examples / "max-model-len-too-large.log"),
+            "--format",
+            "json",
+            str(examples / "profile-peak-no-cache-blocks.log"),
+        ]
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["verdict"] for line in lines] == ["max_model_len_too_large", "no_cache_blocks"]

@@ -359,3 +359,9 @@ def test_a_terminal_gets_colour_and_an_interrupted_scan_says_so(logs: Path) -> N
         "kvdoctor scan: 3 files, 0 unreadable, exit code 1 (interrupted after 3 files; the figures cover those only)\n"
     )
     assert render_markdown(summary).startswith("### kvdoctor scan: 3 files, 0 unreadable, exit code 1 (interrupted")
+
+
+def test_options_may_come_between_the_paths(logs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["scan", str(logs / "pod-a"), "--format", "json", str(logs / "pod-b")])
+    assert code == 1
+    assert json.loads(capsys.readouterr().out)["summary"]["files"] == 3

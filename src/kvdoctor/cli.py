@@ -45,6 +45,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 _COMMAND: str | None = None
+_COMMAND_PARSERS: dict[str, argparse.ArgumentParser] = {}
+MANY_PATHS = ("scan", "diagnose")  # commands whose options may come between their paths
 
 
 def _parser_for(name: str | None) -> argparse.ArgumentParser:
@@ -59,6 +61,7 @@ def _parser_for(name: str | None) -> argparse.ArgumentParser:
         cmd_parser = sub.add_parser(cmd, help=help_text, description=help_text)
         if cmd == name:
             importlib.import_module(module).add_arguments(cmd_parser)
+            _COMMAND_PARSERS[cmd] = cmd_parser
     return parser
 
 
@@ -68,7 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     global _COMMAND
     _COMMAND = name if name in COMMANDS else None
     parser = _parser_for(_COMMAND)
-    args = parser.parse_args(args_list)
+    if _COMMAND in MANY_PATHS and args_list[:1] == [_COMMAND]:
+        # paths and options in any order (`scan logs/ --jobs 2 more/`): the command's own parser,
+        # intermixed (the top level's subcommands, and `run`'s `-- COMMAND` remainder, cannot be)
+        args = _COMMAND_PARSERS[_COMMAND].parse_intermixed_args(args_list[1:])
+        args.command = _COMMAND
+    else:
+        args = parser.parse_args(args_list)
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
