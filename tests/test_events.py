@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -450,3 +451,25 @@ def test_namespace_and_non_default_args() -> None:
         "max_model_len": 32768,
         "gpu_memory_utilization": 0.95,
     }
+
+
+def test_each_line_runs_every_extractor_whose_needle_it_holds_overlaps_included() -> None:
+    """The per-line candidate set is exactly the extractors of every needle the line contains, on
+    every fixture line (a guard for any faster way of finding them)."""
+    import glob
+
+    from kvdoctor.reader import events as ev
+    from kvdoctor.reader.lines import normalise
+
+    root = Path(__file__).parent / "fixtures"
+    checked = 0
+    for name in sorted(glob.glob(str(root / "**" / "*.log"), recursive=True)):
+        for line in normalise(Path(name).read_bytes().split(b"\n")):
+            present = {n for n in ev._BY_NEEDLE if n in line.text}
+            if present:
+                checked += 1
+                assert ev._candidates(line.text) == sorted({i for n in present for i in ev._BY_NEEDLE[n]}), line.text
+    assert checked > 1000
+    # a needle inside a longer one at another position, and one that begins a longer one
+    text = "RuntimeError: Engine core initialization failed. EngineCore failed to start."
+    assert ev._candidates(text) == sorted({i for n in ev._BY_NEEDLE if n in text for i in ev._BY_NEEDLE[n]})

@@ -734,14 +734,10 @@ _METAL_FACTS = {
 }
 
 
-def _metal_reservation(sink: _FactSink, attempt: Attempt) -> None:
+def _metal_reservation(sink: _FactSink, values: dict[str, float]) -> None:
     """vllm-metal subtracts more than the weights and its overhead before the KV budget (a hybrid
     model's linear-attention state for every sequence): what is left unexplained is the profiled
-    peak's counterpart, derived and marked so."""
-    values: dict[str, float] = {}
-    for event in attempt.events:
-        if event.kind == "metal_memory":
-            values.update({k: v for k, v in event.fields.items() if isinstance(v, int | float)})
+    peak's counterpart, derived and marked so. `values`: every key=value of its budget lines."""
     needed = ("usable_metal", "model_memory", "overhead", "kv_budget")
     if not all(k in values for k in needed):
         return
@@ -752,6 +748,7 @@ def _metal_reservation(sink: _FactSink, attempt: Attempt) -> None:
 
 def attempt_facts(attempt: Attempt) -> Facts:
     sink = _FactSink()
+    metal: dict[str, float] = {}  # vllm-metal's budget, gathered over its lines
     for event in attempt.events:
         if event.kind in _CONFIG_KINDS:
             rank = _CONFIG_KINDS[event.kind]
@@ -776,6 +773,7 @@ def attempt_facts(attempt: Attempt) -> Facts:
         elif event.kind == "no_gpu":
             sink.put("no_gpu_reason", event.fields["reason"], event, rank=1)
         elif event.kind == "metal_memory":
+            metal.update(event.fields)
             for key, name in _METAL_FACTS.items():
                 if key in event.fields:
                     sink.put(name, event.fields[key], event, rank=0)
@@ -787,7 +785,7 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("model", event.fields["model"], event, rank=2)
         else:
             _figure_facts(sink, event)
-    _metal_reservation(sink, attempt)
+    _metal_reservation(sink, metal)
     _oom_facts(sink, attempt)
     _version_facts(sink, attempt)
     _engine_fact(sink, attempt)

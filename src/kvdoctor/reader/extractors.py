@@ -1199,7 +1199,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # (`actor_rollout_ref.rollout.gpu_memory_utilization=0.6`, `rollout.tensor_model_parallel_size=2`)
     Extractor(
         "wrapper_setting",
-        ("vllm_", "rollout."),
+        # (not "vllm_" alone: module paths and config names hold it on most lines of a log)
+        ("--vllm_", "--vllm-", "rollout."),
         _F(_PREFIXED_SETTING),
         _prefixed_settings,
     ),
