@@ -4,6 +4,7 @@ never served from a stale cache; a corrupt cache file is rebuilt without a word.
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,32 @@ def test_the_cli_uses_the_cache_and_lint_reads_the_files(tmp_path: Path, capsys:
     import os
 
     assert list(Path(os.environ["KVDOCTOR_CACHE_DIR"]).glob("rules-*.pickle"))
+
+
+def test_a_one_byte_change_anywhere_changes_the_key(rules_dir: Path) -> None:
+    files = sorted(rules_dir.glob("*.yaml"))
+    changed = sorted({files[0], files[-1]})
+    seen = {rule_cache.digest([rules_dir])}
+    for path in changed:
+        original = path.read_bytes()
+        for i in (0, len(original) // 2, len(original) - 1):
+            path.write_bytes(original[:i] + bytes([original[i] ^ 1]) + original[i + 1 :])
+            seen.add(rule_cache.digest([rules_dir]))
+        path.write_bytes(original)
+    assert len(seen) == 1 + 3 * len(changed)
+    assert rule_cache.digest([rules_dir]) in seen  # restored: the first key again
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Linux path is the one written out")
+@pytest.mark.parametrize("xdg", [None, "", "/srv/cache"])
+def test_the_cache_directory_is_platformdirs_answer(monkeypatch: pytest.MonkeyPatch, xdg: str | None) -> None:
+    from platformdirs import user_cache_dir
+
+    from kvdoctor.commands._common import cache_dir
+
+    monkeypatch.delenv("KVDOCTOR_CACHE_DIR", raising=False)
+    if xdg is None:
+        monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+    assert cache_dir() == Path(user_cache_dir("kvdoctor", appauthor=False))

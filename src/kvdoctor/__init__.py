@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from kvdoctor._version import __version__
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from kvdoctor.diagnosis.report import Report
 
 __all__ = ["__version__", "diagnose"]

@@ -1,5 +1,3 @@
-import sys
+from kvdoctor.cli import entry
 
-from kvdoctor.cli import main
-
-sys.exit(main())
+entry()

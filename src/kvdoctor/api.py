@@ -6,7 +6,6 @@ import io
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from kvdoctor.diagnosis.engine import evaluate_attempt, external_fact
 from kvdoctor.diagnosis.report import Report
@@ -14,6 +13,10 @@ from kvdoctor.diagnosis.rules import Rule, rules_for
 from kvdoctor.reader.facts import Facts
 from kvdoctor.reader.lines import READ_ERROR, iter_sparse_lines, open_source
 from kvdoctor.reader.pipeline import Analysis, analyse_lines
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 Source = str | bytes | Path | Iterable[str]
 

@@ -5,17 +5,26 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 from kvdoctor.reader.lines import InputError, iter_sparse_lines, open_source
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def cache_dir() -> Path | None:
     """Where compiled rules are kept between runs: $KVDOCTOR_CACHE_DIR (empty: no cache), else the
     user's cache directory (platformdirs: ~/.cache/kvdoctor on Linux)."""
+    from pathlib import Path  # here, not above: `facts` and `events` never need it
+
     configured = os.environ.get("KVDOCTOR_CACHE_DIR")
     if configured is not None:
         return Path(configured) if configured else None
+    if sys.platform.startswith("linux"):
+        # platformdirs' answer on Linux (the XDG rule), without its import on every run
+        base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.expanduser("~/.cache")
+        return Path(base) / "kvdoctor"
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("kvdoctor", appauthor=False))

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from kvdoctor.api import diagnose, input_problem
 from kvdoctor.commands._common import (
@@ -23,6 +22,10 @@ from kvdoctor.commands._common import (
 from kvdoctor.diagnosis.rules import RuleLoadError, rules_for
 from kvdoctor.exitcodes import EXIT_USAGE
 from kvdoctor.render import FORMATS, render
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

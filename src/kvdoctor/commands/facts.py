@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from kvdoctor.commands._common import InputError, add_input, error, raw_lines
 from kvdoctor.exitcodes import EXIT_OK, EXIT_USAGE
 from kvdoctor.reader.pipeline import Analysis, analyse_lines
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

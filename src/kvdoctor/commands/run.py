@@ -22,11 +22,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from kvdoctor._record import replace
 from kvdoctor.commands._common import error, pick_lang
 from kvdoctor.commands.preflight import (
     PreflightResult,

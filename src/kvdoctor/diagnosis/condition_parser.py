@@ -7,13 +7,16 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
 
 import regex
 from lark import Lark, Token, Transformer, UnexpectedInput
 
 from kvdoctor.diagnosis.conditions import ConditionError, Lit, Name, Node, Op, Pattern
 from kvdoctor.reader.units import size_gib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _Build(Transformer[Token, Node]):

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from functools import cache
-from typing import Any, Union
 
+from kvdoctor._record import record
 from kvdoctor.reader.versions import parse_version
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 REGEX_TIMEOUT_S = 0.05
 
@@ -24,29 +27,29 @@ class ConditionError(Exception):
         self.message, self.line, self.column = message, line, column
 
 
-@dataclass(frozen=True)
+@record
 class Lit:
     value: Any
 
 
-@dataclass(frozen=True)
+@record
 class Name:
     name: str
     line: int
     column: int
 
 
-@dataclass(frozen=True)
+@record
 class Op:
     op: str  # and or not compare arith neg in not_in matches call
     args: tuple[Node, ...]
     extra: Any = None  # operator symbol, function name, Pattern
 
 
-Node = Union[Lit, Name, Op]  # noqa: UP007 - a runtime alias used before 3.10 unions read well
+Node = Lit | Name | Op  # a runtime alias: the rule compiler subscripts lark's Transformer with it
 
 
-@dataclass(frozen=True)
+@record
 class Pattern:
     """A rule's regex by its source, compiled on first use: compiled rules cached on disk carry no
     compiled pattern, and a run that evaluates no `matches` never imports `regex`."""
@@ -81,7 +84,8 @@ def names(node: Node) -> Iterator[Name]:
 
 # --- evaluation -------------------------------------------------------------------------------
 
-Lookup = Callable[[str], Any]  # returns the fact value, or raises KeyError when absent
+if TYPE_CHECKING:
+    Lookup = Callable[[str], Any]  # returns the fact value, or raises KeyError when absent
 
 
 def _num(value: Any) -> float | None:

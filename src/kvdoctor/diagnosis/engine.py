@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from kvdoctor.diagnosis import conditions, terms
 from kvdoctor.diagnosis.report import AttemptReport, Avoid, Diagnosis, Evidence, Remedy
 from kvdoctor.diagnosis.rules import CONFIDENCES, Rule, Text
 from kvdoctor.reader.facts import Fact, Facts
 from kvdoctor.reader.pipeline import AttemptResult
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _TEMPLATE = re.compile(r"\{([A-Za-z_][\w.]*)(?::([^{}]*))?\}")
 MAX_EVIDENCE = 12
@@ -29,14 +32,15 @@ def _lookup(facts: Facts) -> conditions.Lookup:
 
 
 _CJK = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
-# between two Chinese characters, and on either side of full-width punctuation ("GiB 。", "， 4")
-_CJK_GAP = re.compile(f"(?<=[{_CJK}])\\s+(?=[{_CJK}])|\\s+(?=[，。；：（）、！？])|(?<=[，。；：（）、！？])\\s+")
+# between two Chinese characters, and on either side of full-width punctuation ("GiB 。", "， 4");
+# zh only, so compiled on first use
+_CJK_GAP = f"(?<=[{_CJK}])\\s+(?=[{_CJK}])|\\s+(?=[，。；：（）、！？])|(?<=[，。；：（）、！？])\\s+"
 
 
 def pick(text: Text, lang: str) -> str:
     chosen = text.get(lang) or text.get("en") or next(iter(text.values()), "")
     # YAML folding joins lines with a space; Chinese puts none between characters
-    return _CJK_GAP.sub("", chosen) if lang == "zh" else chosen
+    return re.sub(_CJK_GAP, "", chosen) if lang == "zh" else chosen
 
 
 _OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.S)
@@ -44,11 +48,11 @@ _OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.S)
 
 # the descriptive facts kvdoctor writes itself (notes, estimate bases), said in Chinese where the
 # text is (issue 16); a value not listed here is shown as written
-_ZH_VALUES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^vLLM's default: the log does not show the fraction$"), "vLLM 的默认值：日志没有显示比例"),
-    (re.compile(r"^kvdoctor's model catalog$"), "kvdoctor 内置的模型目录"),
-    (re.compile(r"^(\S+)B parameters in the model's name$"), r"模型名中的 \1B 参数量"),
-    (re.compile(r"^the catalog's (.+)$"), r"kvdoctor 内置目录中的 \1"),
+_ZH_VALUES: tuple[tuple[str, str], ...] = (  # patterns compiled on first use (zh only)
+    (r"^vLLM's default: the log does not show the fraction$", "vLLM 的默认值：日志没有显示比例"),
+    (r"^kvdoctor's model catalog$", "kvdoctor 内置的模型目录"),
+    (r"^(\S+)B parameters in the model's name$", r"模型名中的 \1B 参数量"),
+    (r"^the catalog's (.+)$", r"kvdoctor 内置目录中的 \1"),
 )
 
 
@@ -56,8 +60,8 @@ def _in_lang(value: str, lang: str) -> str:
     if lang != "zh":
         return value
     for pattern, zh in _ZH_VALUES:
-        if pattern.match(value):
-            return pattern.sub(zh, value)
+        if re.match(pattern, value):
+            return re.sub(pattern, zh, value)
     return value
 
 
@@ -99,7 +103,7 @@ def render_template(template: str, facts: Facts, extra: dict[str, Any] | None = 
 
     out = _TEMPLATE.sub(sub, template)
     # YAML folding leaves a space where an optional segment met Chinese text ("。 日志…")
-    return _CJK_GAP.sub("", out) if lang == "zh" else out
+    return re.sub(_CJK_GAP, "", out) if lang == "zh" else out
 
 
 def version_allows(rule: Rule, facts: Facts) -> bool:

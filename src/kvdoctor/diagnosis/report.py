@@ -2,35 +2,37 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
+from kvdoctor._record import record
 from kvdoctor._version import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = 1
 SEVERITY_ORDER = {"info": 0, "warning": 1, "error": 2}
 
 
-@dataclass(frozen=True)
+@record
 class Remedy:
     action: str
     text: str
     value: Any = None
 
 
-@dataclass(frozen=True)
+@record
 class Avoid:
     action: str
     why: str
 
 
-@dataclass(frozen=True)
+@record
 class Evidence:
     line: int
     text: str
 
 
-@dataclass(frozen=True)
+@record
 class Diagnosis:
     rule: str
     klass: str
@@ -62,7 +64,7 @@ class Diagnosis:
         }
 
 
-@dataclass(frozen=True)
+@record
 class AttemptReport:
     index: int
     start_line: int
@@ -91,13 +93,13 @@ class AttemptReport:
         }
 
 
-@dataclass(frozen=True)
+@record
 class Report:
     source: str
     attempts: tuple[AttemptReport, ...]
     notes: tuple[str, ...] = ()
     lang: str = "en"
-    probe: dict[str, Any] | None = field(default=None)
+    probe: dict[str, Any] | None = None
 
     @property
     def primary(self) -> AttemptReport | None:

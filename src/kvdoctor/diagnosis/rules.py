@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from kvdoctor._record import field, record
 from kvdoctor.diagnosis import conditions
 from kvdoctor.diagnosis.conditions import ConditionError, Node
 from kvdoctor.reader.facts import is_known
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     import yaml
 
 CLASSES = (
@@ -92,7 +94,7 @@ def _loader() -> type:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster; both are safe
 
 
-@dataclass(frozen=True)
+@record
 class RuleError:
     path: str
     line: int
@@ -113,7 +115,7 @@ class RuleLoadError(Exception):
         self.errors = errors
 
 
-@dataclass(frozen=True)
+@record
 class Remedy:
     action: str
     text: Text
@@ -121,14 +123,14 @@ class Remedy:
     when: Node | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Avoid:
     action: str
     why: Text
     when: Node | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Example:
     expect: str  # fires | silent
     log: str | None  # inline log text
@@ -138,7 +140,7 @@ class Example:
     wins: bool = True
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     id: str
     path: str

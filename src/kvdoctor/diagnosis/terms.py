@@ -8,9 +8,12 @@ JSON keeps the ids: they are the stable contract; only what a person reads is na
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Literal
 
-Kind = Literal["class", "cause", "phase", "action", "figure", "measure", "environment"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Kind = Literal["class", "cause", "phase", "action", "figure", "measure", "environment"]
 
 _ZH: dict[str, dict[str, str]] = {
     "class": {

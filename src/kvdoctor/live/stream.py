@@ -5,9 +5,9 @@ bounded by one attempt's events."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
+from kvdoctor._record import replace
 from kvdoctor.api import report_for
 from kvdoctor.diagnosis.report import Report
 from kvdoctor.diagnosis.rules import Rule, rules_for

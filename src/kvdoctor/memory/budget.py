@@ -9,11 +9,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import Enum
-from typing import Any
 
+from kvdoctor._record import record
 from kvdoctor.memory.layout import KvLayout, LayerKind
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GIB = float(1 << 30)
 
@@ -98,7 +101,7 @@ def default_batch(
     return max(max_model_len, 2048), 256
 
 
-@dataclass(frozen=True)
+@record
 class Estimate:
     value: float
     low: float
@@ -142,7 +145,7 @@ def estimate_cuda_graphs(layers: int, *, enforce_eager: bool, max_num_seqs: int)
     return Estimate(gib, gib * 0.4, gib * 2.0 + 0.3, "estimated from the layer count and capture sizes")
 
 
-@dataclass(frozen=True)
+@record
 class Budget:
     era: Era
     total_gib: float
@@ -200,7 +203,7 @@ def make_budget(
 # -- from KV bytes to blocks and tokens -------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class Capacity:
     block_size: int
     gpu_blocks: int

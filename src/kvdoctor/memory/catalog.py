@@ -9,19 +9,24 @@ reference catalog, each entry with its source). Both files are read once, lazily
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
+
+from kvdoctor._record import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 
 class CatalogError(ValueError):
     """A local model path that cannot be read (message is user-facing)."""
 
 
-@dataclass(frozen=True)
+@record
 class ModelEntry:
     """One model: its config.json keys plus what the catalog knows about the checkpoint."""
 
@@ -39,7 +44,7 @@ class ModelEntry:
     reference_kv_bytes: Mapping[str, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record
 class GpuEntry:
     id: str
     name: str
@@ -70,22 +75,26 @@ _QUANT_SUFFIXES: tuple[tuple[str, str], ...] = (
     ("mxfp4", "mxfp4"),
 )
 _NOISE = ("-hf", "-bf16", "-fp16")
+_STRIPPED = tuple("-" + suffix for suffix, _ in _QUANT_SUFFIXES) + _NOISE
 
 
 def _slug(text: str) -> str:
-    text = text.strip().lower().replace("_", "-").replace(" ", "-")
-    return re.sub(r"-+", "-", re.sub(r"[()]", "", text)).strip("-")
+    # string methods, not regexes: the catalog index slugs every entry's names on a cold start
+    text = text.strip().lower().replace("_", "-").replace(" ", "-").replace("(", "").replace(")", "")
+    while "--" in text:
+        text = text.replace("--", "-")
+    return text.strip("-")
 
 
 def model_key(text: str) -> str:
     """Reduce an HF id, a path or a loose name to a comparable key."""
     text = text.strip().rstrip("/")
-    cache = re.search(r"models--([^/]+)--([^/]+)", text)
+    cache = re.search(r"models--([^/]+)--([^/]+)", text) if "models--" in text else None
     if cache:
         text = cache.group(2)
     # a download folder named "org__name" ("meta-llama__Llama3.1-70B-Instruct")
     key = _slug(text.rsplit("/", 1)[-1].rsplit("__", 1)[-1])
-    changed = True
+    changed = key.endswith(_STRIPPED)  # most names end in none of them: one C call, not 18
     while changed:
         changed = False
         for suffix, _ in _QUANT_SUFFIXES:
@@ -150,14 +159,17 @@ def _entry(raw: Mapping[str, Any]) -> ModelEntry:
 def _load_yaml(name: str) -> Any:
     """The catalog file: its JSON form where the wheel's build wrote one (hatch_build.py; ~1 ms),
     else the YAML source through libyaml's loader (~20 ms), else PyYAML's pure one."""
-    data = Path(__file__).resolve().parent / "data"  # (not importlib.resources: ~8 ms of imports)
-    built = data.joinpath(name.removesuffix(".yaml") + ".json")
-    if built.is_file():
-        return json.loads(built.read_text(encoding="utf-8"))
+    # os.path, not importlib.resources (~8 ms of imports) or pathlib (~3 ms)
+    data = os.path.join(os.path.dirname(os.path.realpath(__file__)), "data")
+    built = os.path.join(data, name.removesuffix(".yaml") + ".json")
+    if os.path.isfile(built):
+        with open(built, encoding="utf-8") as fh:
+            return json.load(fh)
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # both safe; libyaml is ~10x faster
-    return yaml.load(data.joinpath(name).read_text(encoding="utf-8"), Loader=loader)  # noqa: S506
+    with open(os.path.join(data, name), encoding="utf-8") as fh:
+        return yaml.load(fh.read(), Loader=loader)  # noqa: S506
 
 
 @lru_cache(maxsize=1)
@@ -255,6 +267,8 @@ def _hf_cache_config(folder: Path) -> Path | None:
 
 def local_config_path(query: str) -> Path | None:
     """config.json for a local file, model directory or HF cache folder; None if not local."""
+    from pathlib import Path  # only `plan` and `preflight` look for local checkpoints
+
     path = Path(query).expanduser()
     if path.is_file() and path.suffix == ".json":
         return path

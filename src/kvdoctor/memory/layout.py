@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+
+from kvdoctor._record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MLA_MODEL_TYPES = frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_mtp", "kimi_k2", "longcat_flash"})
 DTYPE_BYTES: dict[str, float] = {
@@ -166,7 +170,7 @@ def slot_bytes(width: int, kv_cache_dtype: str, model_bytes: int, *, mla: bool) 
     return float(sides * width * per)
 
 
-@dataclass(frozen=True)
+@record
 class KvLayout:
     """KV shape of the busiest rank."""
 

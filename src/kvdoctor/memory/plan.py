@@ -6,8 +6,7 @@ renders it; diagnoses reuse the same pieces through ``derive_for_diagnosis``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-
+from kvdoctor._record import record, replace
 from kvdoctor.memory.budget import (
     GIB,
     LATEST_VERSION,
@@ -31,7 +30,7 @@ from kvdoctor.memory.model import default_max_model_len
 from kvdoctor.memory.weights import WeightsEstimate, estimate_weights
 
 
-@dataclass(frozen=True)
+@record
 class PlanRequest:
     model: ModelEntry
     total_gib: float
@@ -53,7 +52,7 @@ class PlanRequest:
     model_arg: str | None = None  # the model as the user named it (the printed command keeps it)
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     request: PlanRequest
     era: Era
@@ -73,7 +72,7 @@ class Plan:
     kv_gib_range: tuple[float, float]
     tokens_range: tuple[int, int]
     problems: tuple[str, ...]
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
 
     @property
     def fits(self) -> bool:
@@ -193,7 +192,7 @@ def make_plan(req: PlanRequest) -> Plan:
     )
 
 
-@dataclass(frozen=True)
+@record
 class Fix:
     """One change of flags and the plan it leads to."""
 
@@ -227,7 +226,7 @@ def fixes(plan: Plan) -> list[Fix]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class ModelSheet:
     """The model's side of the arithmetic, without a GPU: what the KV calculators print."""
 

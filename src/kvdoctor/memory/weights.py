@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
+from kvdoctor._record import record
 from kvdoctor.memory.layout import head_dim, is_mla, model_dtype_bytes, total_kv_heads
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GIB = float(1 << 30)
 
@@ -125,7 +128,7 @@ def linear_bytes_per_param(quantization: str | None, dtype_bytes: int, *, group_
     return float(dtype_bytes)
 
 
-@dataclass(frozen=True)
+@record
 class ParamSplit:
     """Parameters by how they are sharded and stored."""
 
@@ -185,7 +188,7 @@ def total_params(cfg: Mapping[str, Any]) -> int:
     return s.embed + s.layers * per_layer + s.dense_layers * s.mlp_dense + (s.layers - s.dense_layers) * s.experts
 
 
-@dataclass(frozen=True)
+@record
 class WeightsEstimate:
     gib: float  # per rank (the busiest)
     basis: str  # "checkpoint size" | "observed" | "config" | "catalog params"

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
 
+from kvdoctor._record import field, record
 from kvdoctor.reader.dumps import parse_dump
 from kvdoctor.reader.events import Event
 from kvdoctor.reader.facts import FIGURES, Fact, Facts
 from kvdoctor.reader.lines import SERVED, Origin
 from kvdoctor.reader.versions import Version, clues_in, fmt, narrow, parse_version
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 START_KINDS = frozenset({"engine_banner", "args", "version", "command_line"})
 # the events that are a GPU-memory failure vLLM printed (the non-memory rules stand aside for them)
@@ -82,7 +85,7 @@ _MIN_ACROSS_RANKS = frozenset({"kv_cache_gib", "gpu_blocks", "kv_cache_tokens", 
 _CONFIG_KINDS = {"config_value": 0, "wrapper_setting": 0, "command_line": 0, "args": 1, "engine_banner": 2}
 
 
-@dataclass
+@record(frozen=False)
 class Attempt:
     """Mutable only while the builder fills it; handed out frozen-by-convention."""
 

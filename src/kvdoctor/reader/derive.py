@@ -7,10 +7,13 @@ Every fact made here is marked `derived` and names the facts it came from, so a 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from kvdoctor.reader.facts import Fact, Facts
 from kvdoctor.reader.versions import parse_version
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CEILING = 0.95  # the guide's highest fraction worth recommending
 

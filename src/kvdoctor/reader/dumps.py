@@ -6,10 +6,12 @@ before the damage instead of giving up.
 
 from __future__ import annotations
 
-import ast
 import builtins
 import re
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _KEYWORDS: dict[str, Any] = {
     "None": None,
@@ -128,6 +130,10 @@ class _Reader:
             raise self._fail()
         self.i += 1
         if kind == "string":
+            if text[:1] in ("'", '"') and "\\" not in text:
+                return text[1:-1]  # a plain quoted string is its inside (no `ast` on the cold path)
+            import ast
+
             try:
                 value = ast.literal_eval(text)
             except (ValueError, SyntaxError):

@@ -8,20 +8,36 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
 
-from kvdoctor.reader.extractors import EXTRACTORS, MULTI, Fields
-from kvdoctor.reader.lines import Line, Origin
+from kvdoctor._record import record
+from kvdoctor.reader.extractors import EXTRACTORS, MULTI
+from kvdoctor.reader.lines import NO_ORIGIN, Line, Origin
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kvdoctor.reader.extractors import Fields
+
+_set = object.__setattr__
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Event:
     kind: str
     line: int
     text: str
-    fields: Fields = field(default_factory=dict)
-    origin: Origin = Origin()
+    fields: Fields
+    origin: Origin = NO_ORIGIN
+
+    def __init__(
+        self, kind: str, line: int, text: str, fields: Fields | None = None, origin: Origin = NO_ORIGIN
+    ) -> None:
+        _set(self, "kind", kind)  # written out: one is made per matching line
+        _set(self, "line", line)
+        _set(self, "text", text)
+        _set(self, "fields", {} if fields is None else fields)
+        _set(self, "origin", origin)
 
     def as_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"kind": self.kind, "line": self.line, "text": self.text}

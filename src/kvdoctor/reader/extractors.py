@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
+from kvdoctor._record import record
 from kvdoctor.reader.units import bytes_or_gib, size_gib, to_float, to_int
 from kvdoctor.reader.vllmargs import is_vllm_command, parse_command_line
 
-Fields = dict[str, Any]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+if TYPE_CHECKING:
+    Fields = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Extractor:
     kind: str
     needles: tuple[str, ...]  # at least one must occur in the line (cheap precheck)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from kvdoctor._record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Fact:
     name: str
     value: Any

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
 
+from kvdoctor._record import replace
 from kvdoctor.reader.lines import Line
 
 MAX_JOIN = 8

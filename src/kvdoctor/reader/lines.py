@@ -10,16 +10,22 @@ line keeps its ORIGINAL 1-based number and what was peeled off.
 from __future__ import annotations
 
 import io
+import os
 import re
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
-from typing import Any, BinaryIO
+
+from kvdoctor._record import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
+
+_set = object.__setattr__  # how a frozen record's own __init__ fills it
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Origin:
     """What was peeled off a line: who printed it and through which wrapper."""
 
@@ -32,16 +38,42 @@ class Origin:
     src: str | None = None  # vLLM header "file.py:123"
     repeated: int | None = None  # Ray "[repeated Nx across cluster]"
 
+    def __init__(  # written out: one is made per prefixed line (the hot path)
+        self,
+        proc: str | None = None,
+        pid: int | None = None,
+        rank: int | None = None,
+        container: str | None = None,
+        level: str | None = None,
+        stamp: str | None = None,
+        src: str | None = None,
+        repeated: int | None = None,
+    ) -> None:
+        _set(self, "proc", proc)
+        _set(self, "pid", pid)
+        _set(self, "rank", rank)
+        _set(self, "container", container)
+        _set(self, "level", level)
+        _set(self, "stamp", stamp)
+        _set(self, "src", src)
+        _set(self, "repeated", repeated)
+
 
 NO_ORIGIN = Origin()
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Line:
     number: int  # 1-based line number in the original input
     text: str  # the message, wrappers peeled
     raw: str  # the decoded line before peeling (ANSI stripped), for evidence
     origin: Origin = NO_ORIGIN
+
+    def __init__(self, number: int, text: str, raw: str, origin: Origin = NO_ORIGIN) -> None:
+        _set(self, "number", number)  # written out: one is made per line (the hot path)
+        _set(self, "text", text)
+        _set(self, "raw", raw)
+        _set(self, "origin", origin)
 
 
 # the start of the message a read that fails part-way raises (the CLI exits 2 on it)
@@ -64,11 +96,10 @@ def open_source(path: str) -> BinaryIO:
     if path == "-":
         stream: BinaryIO = sys.stdin.buffer
     else:
-        p = Path(path)
-        if p.is_dir():
+        if os.path.isdir(path):
             raise InputError(f"{path}: is a directory; pass a log file (or '-' for stdin)")
         try:
-            stream = p.open("rb")
+            stream = open(path, "rb")  # noqa: SIM115 - the caller reads it to the end and closes it
         except FileNotFoundError:
             raise InputError(f"{path}: no such file; check the path") from None
         except PermissionError:

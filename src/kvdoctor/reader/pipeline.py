@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
-from typing import Any
 
+from kvdoctor._record import field, record, replace
 from kvdoctor.reader.attempts import START_KINDS, Attempt, attempt_facts, newest_first, split_attempts
 from kvdoctor.reader.derive import derive
 from kvdoctor.reader.events import Event, extract
@@ -14,8 +13,12 @@ from kvdoctor.reader.facts import Fact, Facts
 from kvdoctor.reader.joiner import join_lines
 from kvdoctor.reader.lines import Line, normalise
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-@dataclass(frozen=True)
+
+@record
 class AttemptResult:
     index: int
     start_line: int
@@ -25,7 +28,7 @@ class AttemptResult:
     ranks: tuple[dict[str, Any], ...]
 
 
-@dataclass(frozen=True)
+@record
 class Analysis:
     source: str
     attempts: tuple[AttemptResult, ...]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from kvdoctor._record import record
 
 Version = tuple[int, ...]
 _NUM = re.compile(r"(\d+)")
@@ -26,7 +27,7 @@ def fmt(version: Version) -> str:
     return ".".join(str(p) for p in version)
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Clue:
     """A wording or prefix that exists only in some releases (vllm-log-formats.md)."""
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # flag (without dashes, '-' or '_') -> (fact name, type). Booleans take no value.
 FLAGS: dict[str, tuple[str, type]] = {

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import NamedTuple
+
+from kvdoctor._record import record
 
 # no line starts with these (closing punctuation, full-width and ASCII) ...
 NO_START = frozenset("，。；：）、！？」』》〉】”’…—,.;:)!?%")
@@ -42,7 +43,8 @@ def _wide(ch: str) -> bool:
     return unicodedata.east_asian_width(ch) in ("W", "F")
 
 
-class _Atom(NamedTuple):
+@record(slots=True)
+class _Atom:
     text: str
     space: bool  # a space separates it from the atom before
     breakable: bool  # a line may break before it

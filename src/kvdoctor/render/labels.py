@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from kvdoctor.diagnosis.terms import Kind, term
+from kvdoctor.diagnosis.terms import term
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kvdoctor.diagnosis.terms import Kind
 
 LABELS: dict[str, dict[str, str]] = {
     "en": {

@@ -5,10 +5,12 @@ In Chinese the ids (class, cause, phase, remedy actions) are shown by their name
 
 from __future__ import annotations
 
-from typing import Any
-
 from kvdoctor.render.labels import colon, label, mark, name, sep
 from kvdoctor.render.notes import note_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _value(v: Any) -> str:

@@ -15,11 +15,14 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
 
 from kvdoctor.render.labels import colon, label, mark, name, sep
 from kvdoctor.render.markdown import also_item
 from kvdoctor.render.notes import note_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_BLOCKS = 50
 MAX_SECTION = 3000

@@ -10,12 +10,15 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable
-from typing import Any
 
 from kvdoctor.diagnosis.report import Report
 from kvdoctor.render.cjk import cell_width, wrap
 from kvdoctor.render.labels import colon, label, name, sep
 from kvdoctor.render.notes import note_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _SEGMENTS = (  # fact, name (en), colour, ASCII glyph
     ("weights_gib", "weights", "blue", "W"),
