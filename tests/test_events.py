@@ -473,3 +473,28 @@ def test_each_line_runs_every_extractor_whose_needle_it_holds_overlaps_included(
     # a needle inside a longer one at another position, and one that begins a longer one
     text = "RuntimeError: Engine core initialization failed. EngineCore failed to start."
     assert ev._candidates(text) == sorted({i for n in ev._BY_NEEDLE if n in text for i in ev._BY_NEEDLE[n]})
+
+
+def test_the_gate_matches_exactly_the_lines_that_hold_a_needle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trie regex that rejects lines after the first few hundred accepts a line exactly when a
+    needle is in it, on every fixture line, and the gated and ungated reads find the same events."""
+    import glob
+    import re
+
+    from kvdoctor.reader import events as ev
+    from kvdoctor.reader.lines import normalise
+
+    gate = re.compile(ev.gate_pattern(ev._NEEDLES))
+    lines = []
+    for name in sorted(glob.glob(str(Path(__file__).parent / "fixtures" / "**" / "*.log"), recursive=True)):
+        lines.extend(normalise(Path(name).read_bytes().split(b"\n")))
+    assert len(lines) > 5000
+    for line in lines:
+        assert (gate.search(line.text) is not None) == any(n in line.text for n in ev._NEEDLES), line.text
+    assert gate.search("x EngineCore failed to star") is None  # a needle cut short is not one
+    sample = lines[:3000]
+    monkeypatch.setattr(ev, "_gate", None)
+    monkeypatch.setattr(ev, "_ungated_left", 10**9)
+    ungated = [e.as_record() for line in sample for e in ev.extract(line)]
+    monkeypatch.setattr(ev, "_gate", gate)
+    assert [e.as_record() for line in sample for e in ev.extract(line)] == ungated

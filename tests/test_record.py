@@ -106,7 +106,7 @@ def test_a_cached_cold_run_imports_no_parser_no_dataclasses_and_no_typing(tmp_pa
         "import json, sys\n"
         "from kvdoctor.cli import main\n"
         f"main([sys.argv[1], '--format', 'json', {str(log)!r}])\n"
-        "heavy = ('lark', 'yaml', 'regex', 'rich', 'dataclasses', 'typing', 'inspect', 'ast', 'shutil')\n"
+        "heavy = ('lark', 'yaml', 'regex', 'rich', 'dataclasses', 'typing', 'inspect', 'ast', 'shutil', 'pathlib')\n"
         "sys.stderr.write(json.dumps(sorted(m for m in heavy if m in sys.modules)))\n"
     )
     env = {**os.environ, "KVDOCTOR_CACHE_DIR": str(tmp_path / "cache")}

@@ -135,4 +135,4 @@ def test_the_cache_directory_is_platformdirs_answer(monkeypatch: pytest.MonkeyPa
         monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     else:
         monkeypatch.setenv("XDG_CACHE_HOME", xdg)
-    assert cache_dir() == Path(user_cache_dir("kvdoctor", appauthor=False))
+    assert cache_dir() == user_cache_dir("kvdoctor", appauthor=False)

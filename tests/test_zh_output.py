@@ -182,8 +182,8 @@ def _sources() -> list[tuple[str, Path | str]]:
                 continue
             if example.log is not None:
                 found[f"{rule.id}#{i}"] = example.log
-            elif example.path is not None and example.path.exists():
-                found.setdefault(example.path.name, example.path)
+            elif example.path is not None and Path(example.path).exists():
+                found.setdefault(Path(example.path).name, Path(example.path))
     return sorted(found.items())
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from kvdoctor.diagnosis.engine import evaluate_attempt, external_fact
 from kvdoctor.diagnosis.report import Report
@@ -18,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-Source = str | bytes | Path | Iterable[str]
+Source = str | bytes | os.PathLike[str] | Iterable[str]
 
 
 # the note a report carries when its input holds no vLLM start-up at all (the CLI exits 2 on it)
@@ -35,8 +35,8 @@ def _looks_like_a_path(text: str) -> bool:
 def _raw_lines(source: Source) -> tuple[str, Iterable[bytes | str | tuple[int, bytes]]]:
     """A Path (or "-" for stdin) is read as a file; str and bytes are the log itself. A str is
     never taken as a path: text from a user (HTTP, Slack) must not open server files."""
-    if isinstance(source, Path) or source == "-":
-        return str(source), iter_sparse_lines(open_source(str(source)))
+    if isinstance(source, os.PathLike) or source == "-":  # a Path, without importing pathlib
+        return os.fspath(source), iter_sparse_lines(open_source(os.fspath(source)))
     if isinstance(source, bytes):
         from kvdoctor.reader.lines import _maybe_gunzip
 

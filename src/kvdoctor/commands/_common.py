@@ -8,26 +8,21 @@ import sys
 
 from kvdoctor.reader.lines import InputError, iter_sparse_lines, open_source
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from pathlib import Path
 
-
-def cache_dir() -> Path | None:
+def cache_dir() -> str | None:
     """Where compiled rules are kept between runs: $KVDOCTOR_CACHE_DIR (empty: no cache), else the
-    user's cache directory (platformdirs: ~/.cache/kvdoctor on Linux)."""
-    from pathlib import Path  # here, not above: `facts` and `events` never need it
-
+    user's cache directory (platformdirs: ~/.cache/kvdoctor on Linux). A plain path string: the
+    cached run needs no pathlib."""
     configured = os.environ.get("KVDOCTOR_CACHE_DIR")
     if configured is not None:
-        return Path(configured) if configured else None
+        return configured or None
     if sys.platform.startswith("linux"):
         # platformdirs' answer on Linux (the XDG rule), without its import on every run
         base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.expanduser("~/.cache")
-        return Path(base) / "kvdoctor"
+        return os.path.join(base, "kvdoctor")
     from platformdirs import user_cache_dir
 
-    return Path(user_cache_dir("kvdoctor", appauthor=False))
+    return str(user_cache_dir("kvdoctor", appauthor=False))
 
 
 def add_input(parser: argparse.ArgumentParser, *, many: bool = False) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
-from kvdoctor.api import diagnose, input_problem
+from kvdoctor.api import input_problem, report_for
 from kvdoctor.commands._common import (
     InputError,
     add_input,
@@ -16,11 +15,13 @@ from kvdoctor.commands._common import (
     cache_dir,
     error,
     pick_lang,
+    raw_lines,
     text_width,
     use_color,
 )
 from kvdoctor.diagnosis.rules import RuleLoadError, rules_for
 from kvdoctor.exitcodes import EXIT_USAGE
+from kvdoctor.reader.pipeline import analyse_lines
 from kvdoctor.render import FORMATS, render
 
 TYPE_CHECKING = False
@@ -79,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     several = len(args.files) > 1
     for path in args.files:
         try:
-            report = diagnose(path if path == "-" else Path(path), rules=rules, probe=probe, lang=lang, name=path)
+            # the file read as `kvdoctor.api.diagnose` reads a Path, with no pathlib on the way
+            report = report_for(analyse_lines(path, raw_lines(path)), rules=rules, probe=probe, lang=lang)
         except InputError as exc:
             error(str(exc))  # this file is reported and skipped; the others are still diagnosed
             worst = max(worst, EXIT_USAGE)

@@ -11,35 +11,47 @@ import os
 import pickle
 import zlib
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from kvdoctor._version import __version__
 from kvdoctor.diagnosis.rules import Rule
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kvdoctor.diagnosis.rules import StrPath
 
 FORMAT = 2  # bump when the pickled classes change shape (2: kvdoctor._record, not dataclasses)
 KEEP = 8  # cache files kept per directory (one per rule set and version seen recently)
 
 
-def digest(dirs: Sequence[Path]) -> str:
+def _rule_files(directory: str) -> list[str]:
+    return sorted(name for name in os.listdir(directory) if name.endswith(".yaml"))
+
+
+def digest(dirs: Sequence[StrPath]) -> str:
     """CRC-32 and Adler-32 of the version and every rule file's name and bytes, with their total
     length: 64 check bits against an accidental match, which is all a key to the user's own files
     needs, and zlib is loaded already (hashlib's OpenSSL costs a cold start ~3 ms)."""
     parts = [f"kvdoctor {__version__} rules-cache {FORMAT}".encode()]
-    for directory in dirs:
+    for entry in dirs:
+        directory = os.path.realpath(os.fspath(entry))
         # the resolved path is part of the key: examples hold paths relative to their rule file
-        parts.append(str(directory.resolve()).encode() + b"\0")
-        for path in sorted(directory.glob("*.yaml")):
-            parts.append(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        parts.append(directory.encode() + b"\0")
+        for name in _rule_files(directory):
+            with open(os.path.join(directory, name), "rb") as fh:
+                parts.append(name.encode() + b"\0" + fh.read() + b"\0")
     data = b"".join(parts)
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
 
 
-def load_cached(dirs: Sequence[Path], cache_dir: Path | None, compile_rules: Callable[[], list[Rule]]) -> list[Rule]:
-    """The compiled rules of `dirs`, from `cache_dir` when it holds them, else compiled and stored."""
+def load_cached(
+    dirs: Sequence[StrPath], cache_dir: StrPath | None, compile_rules: Callable[[], list[Rule]]
+) -> list[Rule]:
+    """The compiled rules of `dirs`, from `cache_dir` when it holds them, else compiled and stored.
+    Paths are plain strings here (os.path): pathlib costs a cold start ~3 ms."""
     if cache_dir is None:
         return compile_rules()
     try:
-        target = cache_dir / f"rules-{digest(dirs)}.pickle"
+        target = os.path.join(os.fspath(cache_dir), f"rules-{digest(dirs)}.pickle")
     except OSError:
         return compile_rules()  # a rule directory that cannot be read: compiling reports it
     cached = _read(target)
@@ -50,9 +62,9 @@ def load_cached(dirs: Sequence[Path], cache_dir: Path | None, compile_rules: Cal
     return rules
 
 
-def _read(path: Path) -> list[Rule] | None:
+def _read(path: str) -> list[Rule] | None:
     try:
-        with path.open("rb") as fh:
+        with open(path, "rb") as fh:
             # our own file in the user's cache directory, named by a digest of what it holds
             rules = pickle.load(fh)  # noqa: S301
     except Exception:  # noqa: BLE001 - missing, truncated, from another version: rebuild
@@ -62,21 +74,26 @@ def _read(path: Path) -> list[Rule] | None:
     return None
 
 
-def _write(path: Path, rules: list[Rule]) -> None:
+def _write(path: str, rules: list[Rule]) -> None:
     try:
         import tempfile  # only when writing (tempfile pulls in shutil, random, …)
 
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".rules-", suffix=".tmp", dir=path.parent)
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".rules-", suffix=".tmp", dir=directory)
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(rules, fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)  # atomic: a reader sees the old file or the whole new one
-        _prune(path.parent)
+        _prune(directory)
     except OSError:
         pass  # a read-only or full cache directory costs speed, never a diagnosis
 
 
-def _prune(directory: Path) -> None:
-    files = sorted(directory.glob("rules-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+def _prune(directory: str) -> None:
+    names = [n for n in os.listdir(directory) if n.startswith("rules-") and n.endswith(".pickle")]
+    files = sorted((os.path.join(directory, n) for n in names), key=os.path.getmtime, reverse=True)
     for old in files[KEEP:]:
-        old.unlink(missing_ok=True)
+        try:
+            os.unlink(old)
+        except FileNotFoundError:
+            pass

@@ -6,9 +6,9 @@ every broken file is reported in one run (the pySigma `collect_errors` habit).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
-from pathlib import Path
 
 from kvdoctor._record import field, record
 from kvdoctor.diagnosis import conditions
@@ -17,9 +17,12 @@ from kvdoctor.reader.facts import is_known
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     import yaml
+
+    StrPath = str | os.PathLike[str]
 
 CLASSES = (
     "no_cache_blocks",
@@ -134,7 +137,7 @@ class Avoid:
 class Example:
     expect: str  # fires | silent
     log: str | None  # inline log text
-    path: Path | None  # a fixture path, relative to the rule file
+    path: str | None  # a fixture's absolute path (a str: unpickling a Path would import pathlib)
     # a `fires` example must make the rule the verdict, unless the rule is a companion note that
     # speaks beside another verdict (`{log: …, wins: false}`)
     wins: bool = True
@@ -166,11 +169,18 @@ class Rule:
     confidence_when: tuple[tuple[str, Node], ...] = ()
 
 
-def builtin_rules_dir() -> Path:
-    packaged = Path(__file__).resolve().parents[1] / "rules"  # the wheel's copy (not importlib.resources)
-    if packaged.is_dir():
+def _builtin_rules_path() -> str:
+    here = os.path.dirname(os.path.realpath(__file__))  # os.path: the cached path needs no pathlib
+    packaged = os.path.join(os.path.dirname(here), "rules")  # the wheel's copy (not importlib.resources)
+    if os.path.isdir(packaged):
         return packaged
-    return Path(__file__).resolve().parents[3] / "rules"  # editable install / source tree
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(here))), "rules")  # source tree
+
+
+def builtin_rules_dir() -> Path:
+    from pathlib import Path
+
+    return Path(_builtin_rules_path())
 
 
 class _Loader:
@@ -550,9 +560,9 @@ def _examples(ld: _Loader, raw: Any) -> Iterable[Example]:
             if isinstance(item, dict) and "log" in item:
                 yield Example(expect, str(item["log"]), None, wins)
             elif isinstance(item, dict) and "file" in item:
-                yield Example(expect, None, (ld.path.parent / str(item["file"])).resolve(), wins)
+                yield Example(expect, None, str((ld.path.parent / str(item["file"])).resolve()), wins)
             elif isinstance(item, str):
-                yield Example(expect, None, (ld.path.parent / item).resolve())
+                yield Example(expect, None, str((ld.path.parent / item).resolve()))
             else:
                 ld.at("examples", f"examples.{expect}: each item is a fixture path or {{log: …}}")
 
@@ -579,13 +589,18 @@ def load_rules(dirs: Iterable[Path], *, lint: bool = False) -> list[Rule]:
 _CACHE: dict[tuple[str, ...], list[Rule]] = {}
 
 
-def rules_for(extra_dirs: Iterable[str | Path] = (), *, cache_dir: Path | None = None) -> list[Rule]:
+def rules_for(extra_dirs: Iterable[StrPath] = (), *, cache_dir: StrPath | None = None) -> list[Rule]:
     """The built-in rules plus any extra directories: kept per process, and compiled once across
     processes when the caller passes a cache directory (`kvdoctor.diagnosis.rule_cache`)."""
     from kvdoctor.diagnosis.rule_cache import load_cached
 
-    dirs = (builtin_rules_dir(), *(Path(d) for d in extra_dirs))
-    key = tuple(str(d) for d in dirs)
+    key = (_builtin_rules_path(), *(os.fspath(d) for d in extra_dirs))
     if key not in _CACHE:
-        _CACHE[key] = load_cached(dirs, cache_dir, lambda: load_rules(dirs))
+
+        def compile_rules() -> list[Rule]:
+            from pathlib import Path
+
+            return load_rules([Path(d) for d in key])
+
+        _CACHE[key] = load_cached(key, cache_dir, compile_rules)
     return _CACHE[key]

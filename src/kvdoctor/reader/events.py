@@ -1,7 +1,7 @@
 """Stage 2: logical lines -> typed events, by the extractor table in `kvdoctor.reader.extractors`.
 
-One regex over every extractor's needles rejects most lines in a single scan; a line that passes
-runs only the extractors whose needles it holds.
+One regex over every extractor's needles (a trie) rejects most lines in a single scan; a line that
+passes runs only the extractors whose needles it holds.
 """
 
 from __future__ import annotations
@@ -59,38 +59,78 @@ class Event:
         return record
 
 
-def _needle_index() -> tuple[re.Pattern[str], dict[str, tuple[int, ...]]]:
-    """One regex over every needle (a line with none is rejected in one C-level scan), and for
-    each needle the extractors that need it, so a line runs only the extractors it can feed."""
+def _needle_index() -> dict[str, tuple[int, ...]]:
+    """For each needle, the extractors that need it, so a line runs only the extractors it can feed."""
     by_needle: dict[str, list[int]] = {}
     for i, ex in enumerate(EXTRACTORS):
         for needle in ex.needles:
             by_needle.setdefault(needle, []).append(i)
-    ordered = sorted(by_needle, key=len, reverse=True)
-    pattern = re.compile("|".join(re.escape(n) for n in ordered))
-    return pattern, {n: tuple(v) for n, v in by_needle.items()}
+    return {n: tuple(v) for n, v in by_needle.items()}
 
 
-_NEEDLES, _BY_NEEDLE = _needle_index()
+_BY_NEEDLE = _needle_index()
+_NEEDLES = tuple(_BY_NEEDLE)
+
+
+def gate_pattern(needles: Iterable[str]) -> str:
+    """A regex that matches where any of `needles` occurs, written as a trie (one branch per
+    distinct next character), so the engine tries a few branches per position, not one per needle:
+    ~3x faster than the flat alternation. A needle that another extends ends the match early."""
+    trie: dict[str, Any] = {}
+    for needle in needles:
+        node = trie
+        for ch in needle:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def branch(node: dict[str, Any]) -> str:
+        if "" in node:
+            return ""  # a needle ends here: the gate has its answer
+        alternatives = [re.escape(ch) + branch(child) for ch, child in sorted(node.items())]
+        return alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
+
+    return branch(trie)
+
+
+# The gate costs a cold start ~8 ms to compile, and a log of a few hundred lines is read faster
+# without it; so the first lines are checked needle by needle, and the gate is compiled only for
+# what comes after them. Either way a line's needles are the same.
+_UNGATED_LINES = 512
+_gate: re.Pattern[str] | None = None
+_ungated_left = _UNGATED_LINES
+
+
+def _present(text: str) -> list[str]:
+    """The needles `text` holds (overlapping ones included: "failed to start" inside "EngineCore
+    failed to start"), usually none."""
+    global _gate, _ungated_left
+    gate = _gate
+    if gate is None:
+        if _ungated_left > 0:
+            _ungated_left -= 1
+            return [n for n in _NEEDLES if n in text]
+        gate = _gate = re.compile(gate_pattern(_NEEDLES))
+    if gate.search(text) is None:
+        return []
+    return [n for n in _NEEDLES if n in text]
 
 
 def _candidates(text: str) -> list[int]:
-    found = set(_NEEDLES.findall(text))
-    if not found:
+    present = _present(text)
+    if not present:
         return []
-    # needles may overlap ("failed to start" inside "EngineCore failed to start"): check them all
-    present = {n for n in _BY_NEEDLE if n in text} if len(found) < len(_BY_NEEDLE) else found
     return sorted({i for n in present for i in _BY_NEEDLE[n]})
 
 
 def extract(line: Line) -> list[Event]:
     """Every event a logical line carries (usually none)."""
     text = line.text
-    if not _NEEDLES.search(text):
+    candidates = _candidates(text)
+    if not candidates:
         return []
     events: list[Event] = []
     seen: set[str] = set()
-    for index in _candidates(text):
+    for index in candidates:
         ex = EXTRACTORS[index]
         if ex.kind in seen and ex.kind not in MULTI:
             continue
