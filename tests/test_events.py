@@ -143,6 +143,14 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
         "graph_estimate",
         {"cuda_graph_estimate_gib": 0.17},
     ),
+    # DGX Spark (GB10, unified memory): the estimate comes out negative, and is what vLLM used
+    (
+        "vllm_gb10_server  | (EngineCore pid=194) INFO 04-29 12:01:06 [gpu_model_runner.py:6042] Estimated CUDA graph memory: -4.74 GiB total",
+        "graph_estimate",
+        {"cuda_graph_estimate_gib": -4.74},
+    ),
+    # Triton's own allocation (an autotuner's scratch buffers)
+    ("RuntimeError: Triton Error [CUDA]: out of memory", "cuda_oom", {"device": "CUDA"}),
     (
         "(Worker_TP2 pid=12026) INFO 08-14 09:28:01 [gpu_worker.py:793] CUDA graph pool memory: 1.34 GiB (actual), 1.32 GiB (estimated), difference: 0.02 GiB (1.5%).",
         "graph_pool",

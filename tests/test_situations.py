@@ -890,3 +890,40 @@ def test_rays_memory_monitor_and_a_vllm_attribute_error_are_the_environment() ->
     report = diagnose(attr)
     assert report.facts["error_type"] == "AttributeError"
     assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_environment")
+
+
+def test_the_later_of_two_pasted_launch_commands_is_the_one_that_failed() -> None:
+    """A second instance's command pasted under the first one's: its fraction and model count,
+    and a command cut by the poster's "..." still gives its last figure."""
+    log = "\n".join(
+        [
+            "python3 -m vllm.entrypoints.openai.api_server --model /models/Qwen2.5-72B-Instruct-GPTQ-Int4 \\",
+            "        --gpu-memory-utilization 0.75 --max-model-len=16384",
+            "python3 -m vllm.entrypoints.openai.api_server --model /models/Qwen2.5-14B-Instruct-GPTQ-Int4 \\",
+            "        --gpu-memory-utilization 0.20 --max-model-len=16384",
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+            "initializing the engine.",
+        ]
+    )
+    facts = diagnose(log).primary.facts  # type: ignore[union-attr]
+    assert facts["gpu_memory_utilization"]["value"] == 0.2
+    assert facts["model"]["value"] == "/models/Qwen2.5-14B-Instruct-GPTQ-Int4"
+    cut = diagnose(
+        "VLLM_USE_V1=1 vllm serve m --max-model-len 2048 --gpu-memory-utilization 0.98...\nINFO 01-30 03:19:14 kv_cache_utils.py:395] # GPU blocks: 1381"
+    )
+    assert cut.primary.facts["gpu_memory_utilization"]["value"] == 0.98  # type: ignore[union-attr]
+
+
+def test_a_kernel_that_cannot_be_captured_in_a_graph_is_eager_mode_not_memory() -> None:
+    report = diagnose(
+        "turboquant_attn.py:570: qsl = query_start_loc.tolist()\n"
+        "RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned."
+    )
+    top = report.diagnoses[0]
+    assert (report.verdict, top.remedies[0].action) == ("other", "enforce_eager")
+    assert "lower_gpu_memory_utilization" in [a.action for a in top.avoid]
+
+
+def test_a_triton_oom_alone_is_not_read_as_the_weights() -> None:
+    top = diagnose("RuntimeError: Triton Error [CUDA]: out of memory").diagnoses[0]
+    assert top.phase != "weight_loading" and top.remedies[0].action == "lower_gpu_memory_utilization"

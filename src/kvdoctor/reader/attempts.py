@@ -205,6 +205,7 @@ class _FactSink:
         rank: int = 2,
         source: str = "log",
         derived: bool = False,
+        latest: bool = False,
     ) -> None:
         if value is None:
             return
@@ -212,7 +213,9 @@ class _FactSink:
         if old is not None:
             if rank < old:
                 return
-            if rank == old:
+            if rank == old and latest:
+                pass  # a launch command replaces what earlier lines set: the later launch ran
+            elif rank == old:
                 if name in _MIN_ACROSS_RANKS and isinstance(value, (int, float)):
                     if value >= self.facts[name].value:
                         return
@@ -238,7 +241,7 @@ def _dump_facts(sink: _FactSink, event: Event, values: dict[str, Any], rank: int
             value = value.replace("torch.", "")
         if name == "max_model_len" and not isinstance(value, int):
             continue
-        sink.put(name, value, event, rank=rank, source="config")
+        sink.put(name, value, event, rank=rank, source="config", latest=event.kind == "command_line")
 
 
 # Figures an event carries under its fact name (max_model_len has its own precedence).
@@ -424,6 +427,8 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
         and oom.value == "unknown"
         and last_phase in (None, "weight_loading")
         and not any(attempt.has(k) for k in ("weights_loaded", *_KV_SIZE_PRINTED))
+        # a Triton kernel's own allocation (an autotuner's scratch) runs a model, not a load
+        and not (oom_event is not None and "Triton Error" in oom_event.text)
     ):
         # nothing after the weights was reached: the first big allocation of a start-up is the
         # likelier step, but no line says so (a guess the rules mark as such, issue 10)

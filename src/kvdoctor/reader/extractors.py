@@ -805,7 +805,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor(
         "graph_estimate",
         ("Estimated CUDA graph memory",),
-        _F(r"Estimated CUDA graph memory: (\d+(?:\.\d+)?) GiB total"),
+        _F(r"Estimated CUDA graph memory: (-?\d+(?:\.\d+)?) GiB total"),  # negative on unified memory (GB10)
         _graph_estimate,
     ),
     Extractor(
@@ -1000,6 +1000,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor("cuda_oom", ("out of memory",), _F(r"(CUDA|XPU|NPU|HIP) out of memory\."), _cuda_oom),
     # (vLLM's cumem allocator, sleep mode: "Cuda error: out of memory at …/cumem_allocator.cpp: 62")
     Extractor("cuda_oom", ("out of memory",), _F(r"(?i)(CUDA|NPU) error: out of memory"), _cuda_oom),
+    # (Triton's own allocation, e.g. an autotuner's scratch buffers on the first request:
+    # "RuntimeError: Triton Error [CUDA]: out of memory")
+    Extractor("cuda_oom", ("out of memory",), _F(r"Triton Error \[(CUDA|HIP)\]: out of memory"), _cuda_oom),
     # (the exception itself, "torch.OutOfMemoryError: …" or a bare last line; not a sentence that
     # names it, "OutOfMemoryError for 0.6.4.post1 but 0.6.3.post1 is working")
     Extractor("cuda_oom", ("OutOfMemoryError",), _F(r"(NPU|XPU)?\w*OutOfMemoryError(?=:|\s*$|\s*\()"), _cuda_oom),

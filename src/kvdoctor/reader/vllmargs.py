@@ -39,6 +39,9 @@ _SIZE_SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 def _convert(kind: type, value: str) -> Any:
+    if kind in (int, float):
+        # a pasted command cut or closed by prose: "--gpu-memory-utilization 0.98...", "4096),"
+        value = value.rstrip(".,;:)'\"…") or value
     if kind is int:
         low = value.lower().rstrip("ib")
         if low and low[-1] in _SIZE_SUFFIX:
