@@ -354,3 +354,39 @@ def test_buildkite_timestamps_are_dropped_with_or_without_their_esc() -> None:
     assert decode(b"\x1b_bk;t=1700000000000\x07INFO x") == "INFO x"
     assert decode(b"_bk;t=1700000000000\x07INFO x") == "INFO x"
     assert decode(b"stray \x1b ESC") == "stray  ESC"
+
+
+def test_a_paste_hard_wrapped_at_80_columns_reads_as_the_log_it_was() -> None:
+    """An 80-column terminal cuts every long line into pieces exactly 80 wide, wherever the cut
+    falls (inside a number, before a space); the pieces are put back together."""
+    from kvdoctor.api import diagnose
+
+    log = [
+        "INFO 04-17 14:19:02 [gpu_worker.py:227] Available KV cache memory: 4.80 GiB",
+        "(EngineCore_DP0 pid=8104) ERROR 04-17 14:19:03 [core.py:708] ValueError: To serve at least one request "
+        "with the models's max seq len (40960), (5.62 GiB KV cache is needed, which is larger than the "
+        "available KV cache memory (4.80 GiB). Based on the available memory, the estimated maximum model "
+        "length is 34944. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+        "initializing the engine.",
+        "(EngineCore_DP0 pid=8104) ERROR 04-17 14:19:03 [core.py:708] EngineCore failed to start.",
+    ]
+    wrapped = [line[i : i + 80] for line in log for i in range(0, len(line), 80)]
+    assert max(len(line) for line in wrapped) == 80
+    whole, cut = diagnose("\n".join(log)), diagnose("\n".join(wrapped))
+    assert cut.verdict == whole.verdict == "max_model_len_too_large"
+    facts = cut.primary.facts  # type: ignore[union-attr]
+    assert (facts["max_model_len"]["value"], facts["estimated_max_model_len"]["value"]) == (40960, 34944)
+    assert cut.diagnoses[0].remedies[0].value == whole.diagnoses[0].remedies[0].value
+
+
+def test_a_long_line_is_not_glued_to_a_prefixed_line_or_a_code_line_below_it() -> None:
+    from kvdoctor.reader.joiner import join_lines
+
+    long_cmd = "python -m vllm.entrypoints.openai.api_server --model data/Qwen1.5-14B-Chat --dtype half --gpu-memory-utilization 0.95"
+    lines = [Line(1, long_cmd, long_cmd), Line(2, 'raise ValueError("x")', 'raise ValueError("x")')]
+    assert [line.text for line in join_lines(lines)] == [long_cmd, 'raise ValueError("x")']
+    blocks = "INFO 11-20 10:45:57 gpu_executor.py:102] # GPU blocks: 12453, # CPU blocks: 2730" + " " * 30 + "2730"
+    raw = "2025-06-01T10:00:00.123456789Z stderr F Killed"
+    text, origin = peel(raw)
+    joined = list(join_lines([Line(1, blocks, blocks), Line(2, text, raw, origin)]))
+    assert [line.text for line in joined][-1] == "Killed"

@@ -121,6 +121,8 @@ KNOWN_MISSES = {
     "2938-": "the LMCache error text is only in the issue title; the file's traceback is cut in the KV set-up",
     "2962-": "no error line: that it ran out of memory is only the reporter's word",
     "2965-": "only MoE-config warnings: that the Jetson server went on to serve is in the post's prose",
+    "3065-": "an Ascend OOM in the video encoder whose step the thread never settled: the label asks for more",
+    "3066-": "the NPU OOM text is only in the issue title; the file's traceback stops in the KV allocation",
     "2705-": "a dev branch's table-style profile that no release prints: only the PR says it started",
     "2710-": "1.6 GiB held beside a V1 sampler OOM on an 8 GB card reads as a co-tenant; the thread blamed V1's 1024 sequences",
     "2711-": "the profiling assertion is only in the thread's title",

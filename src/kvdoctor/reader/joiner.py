@@ -7,6 +7,7 @@ joins them back, keeping the first line's number, with one line of look-ahead (s
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Iterator
 
@@ -35,6 +36,8 @@ _KNOWN_CONTINUATION = re.compile(
     r"(?:is less )?than desired GPU memory utilization|on startup is less than desired)"
 )
 _WRAP_START = re.compile(r"^[a-z0-9_./)\]},'\"-]")
+# a traceback's source line (the statement under a frame) starts a line of its own
+_CODE_LINE = re.compile(r"^\s*(?:raise|return|assert|await|yield|import|from|def|class|self\.|super\(\))[\s(.]")
 _KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")  # a Kubernetes/glog record header (peeled off the text)
 
 
@@ -45,15 +48,23 @@ def _finished(previous: Line, line: Line) -> bool:
     return previous.text.rstrip()[-1:] in (".", "!", "?") and line.text.lstrip()[:1].islower()
 
 
+def _peeled(line: Line) -> bool:
+    """A prefix (a time stamp, a tag) was peeled off the front of this line."""
+    raw, text = line.raw, line.text
+    return len(raw) > len(text) and raw.endswith(text) and bool(raw[: len(raw) - len(text)].strip())
+
+
 def _terminal_wrap(previous: Line, line: Line) -> bool:
     """The previous physical line was cut at the terminal width in the middle of a token."""
+    if line.origin.container is not None or line.origin.proc is not None or _peeled(line):
+        return False  # a line with its own prefix (container, process, time stamp) was printed as one
     # (at exactly 80 columns only inside an exception message or an open parenthesis: many a short
     # record is 80 characters long by chance)
     at_80 = len(previous.raw) == TERMINAL_WIDTH and (
         bool(_EXC_START.match(previous.text)) or previous.raw.count("(") > previous.raw.count(")")
     )
     cut = len(previous.raw) >= WRAP_WIDTH or at_80
-    return cut and previous.raw[-1:].isalnum() and bool(_WRAP_START.match(line.raw))
+    return cut and previous.raw[-1:].isalnum() and bool(_WRAP_START.match(line.raw)) and not _CODE_LINE.match(line.raw)
 
 
 def _continues(previous: Line, line: Line, joined: int) -> bool:
@@ -87,10 +98,67 @@ def _join(previous: Line, line: Line) -> Line:
     )
 
 
+# A paste hard-wrapped at a fixed width (an 80-column terminal, a log viewer): its long lines are
+# cut into pieces exactly that wide, whatever they hold. It shows as several lines of exactly the
+# greatest length in the log; the first lines decide, so a long log is not held back.
+WRAP_SAMPLE = 400
+_WRAP_MIN_WIDTH = 60
+_TRACEBACK_MARK = re.compile(r"^\s*(?:Traceback \(most recent call last\)|File \"|During handling|The above exception)")
+
+
+_TERMINAL_WIDTHS = (80, 100, 120, 132, 160, 200)
+
+
+def wrap_width(lines: list[Line]) -> int | None:
+    """The width `lines` were hard-wrapped at, if they were: three lines (and a tenth of the long
+    ones) exactly as long as the longest, which is at least 60 columns; two where that is a
+    terminal's width."""
+    lengths = [len(line.raw) for line in lines]
+    longest = max(lengths, default=0)
+    if longest < _WRAP_MIN_WIDTH:
+        return None
+    at = lengths.count(longest)
+    long_ones = sum(1 for n in lengths if n >= _WRAP_MIN_WIDTH)
+    if at * 10 < long_ones:
+        return None
+    return longest if at >= 3 or (at >= 2 and longest in _TERMINAL_WIDTHS) else None
+
+
+def _wrapped(previous: Line, line: Line, width: int, joined: int) -> bool:
+    """`line` is the next piece of `previous` in a paste hard-wrapped at `width`: the piece above
+    filled the width (less a trailing space the paste dropped), and this one starts no record."""
+    if joined >= MAX_COMMAND_JOIN or len(previous.raw) not in (width, width - 1) or not line.raw.strip():
+        return False
+    if line.origin.level is not None or line.origin.proc is not None or line.origin.container is not None:
+        return False  # a vLLM header, a process or container prefix: a record of its own
+    return not _KLOG.match(line.raw) and not _TRACEBACK_MARK.match(line.raw)
+
+
+def _unwrap(previous: Line, line: Line, width: int) -> Line:
+    # the pieces side by side are the line as printed (a dropped trailing space comes back)
+    glue = "" if len(previous.raw) == width else " "
+    return replace(previous, text=f"{previous.text}{glue}{line.raw}", raw=line.raw)
+
+
 def join_lines(lines: Iterable[Line]) -> Iterator[Line]:
+    stream = iter(lines)
+    head: list[Line] = []
+    failure: Exception | None = None
+    try:
+        for line in stream:
+            head.append(line)
+            if len(head) >= WRAP_SAMPLE:
+                break
+    except Exception as exc:  # noqa: BLE001 - a read that fails part-way: what it read still counts
+        failure = exc
+    width = wrap_width(head)
     pending: Line | None = None
     joined = 0
-    for line in lines:
+    for line in itertools.chain(head, () if failure is not None else stream):
+        if pending is not None and width is not None and _wrapped(pending, line, width, joined):
+            pending = _unwrap(pending, line, width)
+            joined += 1
+            continue
         if pending is not None and _continues(pending, line, joined):
             pending = _join(pending, line)
             joined += 1
@@ -100,6 +168,8 @@ def join_lines(lines: Iterable[Line]) -> Iterator[Line]:
         pending, joined = line, 0
     if pending is not None:
         yield pending
+    if failure is not None:
+        raise failure
 
 
 class Joiner:
