@@ -390,3 +390,17 @@ def test_a_long_line_is_not_glued_to_a_prefixed_line_or_a_code_line_below_it() -
     text, origin = peel(raw)
     joined = list(join_lines([Line(1, blocks, blocks), Line(2, text, raw, origin)]))
     assert [line.text for line in joined][-1] == "Killed"
+
+
+def test_a_numbered_compose_service_keeps_a_traceback_s_indented_lines() -> None:
+    text, origin = peel("vllm-1  |     self.model_executor.determine_num_available_blocks())")
+    assert (text, origin.container) == ("    self.model_executor.determine_num_available_blocks())", "vllm-1")
+    assert peel("a  |   b")[1].container is None  # a table cell is not a service
+
+
+def test_a_json_log_record_holding_a_process_prefix_is_peeled_whole() -> None:
+    import json
+
+    raw = json.dumps({"log": "(EngineCore_DP0 pid=43) ERROR 03-20 17:39:14 [core.py:1100] boom\n", "stream": "stderr"})
+    (line,) = list(normalise([raw.encode()]))
+    assert (line.text, line.origin.proc, line.origin.container) == ("boom", "EngineCore_DP0", "stderr")

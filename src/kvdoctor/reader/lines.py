@@ -300,6 +300,8 @@ _ISO = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _WRAPPER_SOURCES: tuple[tuple[str, str], ...] = (
     # docker compose: "vllm-1  | …", "vllm_1 | …"
     ("compose", r"^(?P<container>[A-Za-z0-9][\w.-]*)\s+\|\s?(?=\S|$)"),
+    # (a numbered service, "vllm-1 |", also before an indented line: a traceback's frames)
+    ("compose", r"^(?P<container>[A-Za-z0-9][\w.-]*[-_]\d+)\s+\| ?(?=\s)"),
     # FastChat: "2024-01-01 12:00:00 | ERROR | stderr | …"
     ("fastchat", rf"^{_ISO} \| [A-Z]+ \| (?P<container>[\w.-]+) \| "),
     # TorchServe: "2024-09-13T22:25:38,258 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - …"
@@ -452,7 +454,9 @@ def _maybe_embedded(text: str) -> bool:
     """Cheap gate for the per-line hot path: a second process prefix, or one not at the start.
     Most V1 lines hold exactly one `pid=`, in their own leading prefix."""
     count = text.count("pid=")
-    return count > 1 or (count == 1 and not text.lstrip().startswith("("))
+    if count == 0 or text.lstrip().startswith('{"'):
+        return False  # a JSON log record (docker, k8s) carries its line in a field: peeled whole
+    return count > 1 or not text.lstrip().startswith("(")
 
 
 def _split_records(text: str) -> list[str]:
