@@ -291,8 +291,9 @@ def _gpu_name(m: re.Match[str]) -> Fields | None:
 
 
 _GAUDI_WEIGHTS = (
-    r"Loading model weights took in total (\d+(?:\.\d+)?) GiB of device memory "
-    r"\((?:\d+(?:\.\d+)?) GiB/(\d+(?:\.\d+)?) GiB used\)"
+    # "Loading model weights took in total …" and, per worker, "Pre-loading model weights on hpu:0 took …"
+    r"(?:Loading model weights took in total|Pre-loading model weights on hpu:\d+ took) (\d+(?:\.\d+)?) GiB of "
+    r"device memory \((?:\d+(?:\.\d+)?) GiB/(\d+(?:\.\d+)?) GiB used\)"
 )
 
 # the steps a traceback's code lines name (`self.model_executor.determine_num_available_blocks()`
@@ -1331,7 +1332,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # Gaudi (vllm-fork): "Loading model weights took in total 15.05 GiB of device memory (15.05 GiB/30.15 GiB used)"
     Extractor(
         "weights_loaded",
-        ("Loading model weights took in total",),
+        ("Loading model weights took in total", "Pre-loading model weights on hpu"),
         _F(_GAUDI_WEIGHTS),
         lambda m: {"weights_gib": float(m.group(1)), "total_gpu_gib": float(m.group(2))},
     ),
