@@ -927,3 +927,24 @@ def test_a_kernel_that_cannot_be_captured_in_a_graph_is_eager_mode_not_memory() 
 def test_a_triton_oom_alone_is_not_read_as_the_weights() -> None:
     top = diagnose("RuntimeError: Triton Error [CUDA]: out of memory").diagnoses[0]
     assert top.phase != "weight_loading" and top.remedies[0].action == "lower_gpu_memory_utilization"
+
+
+def test_a_fraction_lowered_by_hand_below_the_catalog_weights_is_too_low_with_medium_confidence() -> None:
+    """No figures, but the arithmetic: Qwen2.5-7B's weights (catalog, ≈14 GiB) take most of
+    0.2 × 80 GB and leave room at 0.9, so the fraction is what is wrong (an estimate: medium)."""
+    report = diagnose(
+        "\n".join(
+            [
+                "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-0)",
+                "vllm serve Qwen/Qwen2.5-7B-Instruct --gpu-memory-utilization 0.2",
+                "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+                "when initializing the engine.",
+            ]
+        )
+    )
+    top = report.diagnoses[0]
+    assert (top.cause, top.confidence, top.remedies[0].action) == (
+        "utilization_too_low",
+        "medium",
+        "raise_gpu_memory_utilization",
+    )
