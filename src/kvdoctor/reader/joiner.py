@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from kvdoctor._record import replace
-from kvdoctor.reader.lines import Line
+from kvdoctor.reader.lines import Line, peel
 
 MAX_JOIN = 8
 MAX_COMMAND_JOIN = 64
@@ -140,6 +140,28 @@ def _unwrap(previous: Line, line: Line, width: int) -> Line:
     return replace(previous, text=f"{previous.text}{glue}{line.raw}", raw=line.raw)
 
 
+def common_indent(lines: list[Line]) -> str:
+    """The indent every non-blank line shares (a log pasted as an indented markdown block), if
+    it is two columns or more and there are three lines or more; else ""."""
+    texts = [line.raw for line in lines if line.raw.strip()]
+    if len(texts) < 3:
+        return ""
+    first = texts[0]
+    indent = first[: len(first) - len(first.lstrip(" \t"))]
+    for text in texts[1:]:
+        while indent and not text.startswith(indent):
+            indent = indent[:-1]
+    return indent if len(indent) >= 2 else ""
+
+
+def _dedent(line: Line, indent: str) -> Line:
+    if not line.raw.startswith(indent):
+        return line
+    raw = line.raw[len(indent) :]
+    text, origin = peel(raw)  # the prefixes the indent hid (a vLLM header, a process) come off now
+    return Line(line.number, text, raw, origin)
+
+
 def join_lines(lines: Iterable[Line]) -> Iterator[Line]:
     stream = iter(lines)
     head: list[Line] = []
@@ -151,10 +173,16 @@ def join_lines(lines: Iterable[Line]) -> Iterator[Line]:
                 break
     except Exception as exc:  # noqa: BLE001 - a read that fails part-way: what it read still counts
         failure = exc
+    indent = common_indent(head)
+    if indent:
+        head = [_dedent(line, indent) for line in head]
     width = wrap_width(head)
     pending: Line | None = None
     joined = 0
-    for line in itertools.chain(head, () if failure is not None else stream):
+    rest: Iterable[Line] = () if failure is not None else stream
+    if indent:
+        rest = (_dedent(line, indent) for line in rest)
+    for line in itertools.chain(head, rest):
         if pending is not None and width is not None and _wrapped(pending, line, width, joined):
             pending = _unwrap(pending, line, width)
             joined += 1
