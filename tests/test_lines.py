@@ -404,3 +404,13 @@ def test_a_json_log_record_holding_a_process_prefix_is_peeled_whole() -> None:
     raw = json.dumps({"log": "(EngineCore_DP0 pid=43) ERROR 03-20 17:39:14 [core.py:1100] boom\n", "stream": "stderr"})
     (line,) = list(normalise([raw.encode()]))
     assert (line.text, line.origin.proc, line.origin.container) == ("boom", "EngineCore_DP0", "stderr")
+
+
+def test_a_short_paste_indented_as_a_block_keeps_its_exception_line() -> None:
+    from kvdoctor.api import diagnose
+
+    log = (
+        "    ValueError: Free memory on device cuda:0 (30.12/31.84 GiB) on startup is\n"
+        "    less than desired GPU memory utilization (0.95, 30.25 GiB)."
+    )
+    assert diagnose(log).verdict == "insufficient_free_memory_at_startup"

@@ -142,9 +142,9 @@ def _unwrap(previous: Line, line: Line, width: int) -> Line:
 
 def common_indent(lines: list[Line]) -> str:
     """The indent every non-blank line shares (a log pasted as an indented markdown block), if
-    it is two columns or more and there are three lines or more; else ""."""
+    it is two columns or more; else ""."""
     texts = [line.raw for line in lines if line.raw.strip()]
-    if len(texts) < 3:
+    if not texts:
         return ""
     first = texts[0]
     indent = first[: len(first) - len(first.lstrip(" \t"))]
