@@ -948,3 +948,21 @@ def test_a_fraction_lowered_by_hand_below_the_catalog_weights_is_too_low_with_me
         "medium",
         "raise_gpu_memory_utilization",
     )
+
+
+def test_a_vllm_omni_stage_short_of_free_memory_may_be_held_by_its_own_sibling_stage() -> None:
+    """vllm-omni starts each stage as its own engine: the memory "another process" holds may be
+    a stage of the same launch, so freeing it is not decisive (medium) and the stage config is
+    the other way out."""
+    free = (
+        "ValueError: Free memory on device (0.49/79.32 GiB) on startup is less than desired GPU memory "
+        "utilization (0.6, 47.59 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
+    )
+    for marker in (
+        "vllm serve /data/models/Qwen/Qwen3-Omni-30B-A3B-Instruct --omni --port 10808",
+        '  File "/opt/venv/lib/python3.12/site-packages/vllm_omni/engine/stage_engine_core_proc.py", line 88, in run',
+    ):
+        top = diagnose("\n".join([marker, free])).diagnoses[0]
+        assert top.confidence == "medium" and "fix_config" in [r.action for r in top.remedies], marker
+    plain = diagnose("\n".join(["vllm serve Qwen/Qwen3-8B --port 8000", free])).diagnoses[0]
+    assert plain.confidence == "high" and "fix_config" not in [r.action for r in plain.remedies]

@@ -62,6 +62,7 @@ _DUMP_KEYS = {
     "data_parallel_size": "data_parallel_size",
     "quantization": "quantization",
     "enforce_eager": "enforce_eager",
+    "omni_pipeline": "omni_pipeline",
     "kv_cache_dtype": "kv_cache_dtype",
     "gpu_memory_utilization": "gpu_memory_utilization",
     "max_num_seqs": "max_num_seqs",

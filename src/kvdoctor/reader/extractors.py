@@ -1001,6 +1001,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor("cuda_oom", ("out of memory",), _F(r"(CUDA|XPU|NPU|HIP) out of memory\."), _cuda_oom),
     # (vLLM's cumem allocator, sleep mode: "Cuda error: out of memory at …/cumem_allocator.cpp: 62")
     Extractor("cuda_oom", ("out of memory",), _F(r"(?i)(CUDA|NPU) error: out of memory"), _cuda_oom),
+    # vllm-omni runs each stage of a pipeline as its own engine: a frame or a log source in its
+    # package says the memory another "process" holds may be a sibling stage
+    Extractor(
+        "config_value",
+        ("vllm_omni/", "vllm_omni.", "[vllm_omni"),
+        _F(r"vllm_omni[./]"),
+        lambda m: {"flags": {"omni_pipeline": True}},
+    ),
     # (Triton's own allocation, e.g. an autotuner's scratch buffers on the first request:
     # "RuntimeError: Triton Error [CUDA]: out of memory")
     Extractor("cuda_oom", ("out of memory",), _F(r"Triton Error \[(CUDA|HIP)\]: out of memory"), _cuda_oom),

@@ -78,6 +78,7 @@ KNOWN_FACTS = frozenset(
         "device",
         "enable_chunked_prefill",
         "cpu_offload_gb",
+        "omni_pipeline",
         "vllm_version",
         "vllm_version_min",
         "vllm_version_max",

@@ -32,6 +32,7 @@ FLAGS: dict[str, tuple[str, type]] = {
     "kv_cache_memory_bytes": ("kv_cache_memory_bytes", int),
     "num_gpu_blocks_override": ("num_gpu_blocks_override", int),
     "enforce_eager": ("enforce_eager", bool),
+    "omni": ("omni_pipeline", bool),  # vllm-omni: each stage its own engine
     "enable_chunked_prefill": ("enable_chunked_prefill", bool),
     "cpu_offload_gb": ("cpu_offload_gb", float),
 }
