@@ -1,5 +1,5 @@
 """A log reads the same however it was carried: through docker compose, Kubernetes (CRI and JSON
-lines), journald, a time-stamped log shipper, a markdown quote, code fence or indented block, a terminal's colours
+lines), journald, a time-stamped log shipper, a markdown quote, code fence or indented block, a page that double-spaced it, a terminal's colours
 or CR-LF line ends, HTML escaping, or an 80-column terminal that cut every long line. Each
 development-corpus log is re-wrapped each way and must give the same verdict and first remedy."""
 
@@ -29,6 +29,7 @@ FORMS: dict[str, Callable[[list[str]], list[str]]] = {
     "markdown quote": lambda ls: [f"> {line}" for line in ls],
     "code fence": lambda ls: ["```", *ls, "```"],
     "indented block": lambda ls: [f"    {line}" for line in ls],
+    "double spaced": lambda ls: [piece for line in ls for piece in (line, "")],
     "colours": lambda ls: [f"\x1b[32m{line}\x1b[0m" for line in ls],
     "crlf": lambda ls: [f"{line}\r" for line in ls],
     "html escaped": lambda ls: [html.escape(line) for line in ls],

@@ -154,6 +154,16 @@ def common_indent(lines: list[Line]) -> str:
     return indent if len(indent) >= 2 else ""
 
 
+def double_spaced(lines: list[Line]) -> bool:
+    """A paste with a blank line after every line (copied from a page that renders each line as a
+    paragraph): nine in ten lines with text, of two or more, are followed by a blank one."""
+    texts = [i for i, line in enumerate(lines[:-1]) if line.raw.strip()]
+    if len(texts) < 2:
+        return False
+    followed = sum(1 for i in texts if not lines[i + 1].raw.strip())
+    return followed * 10 >= len(texts) * 9
+
+
 def _dedent(line: Line, indent: str) -> Line:
     if not line.raw.startswith(indent):
         return line
@@ -173,6 +183,9 @@ def join_lines(lines: Iterable[Line]) -> Iterator[Line]:
                 break
     except Exception as exc:  # noqa: BLE001 - a read that fails part-way: what it read still counts
         failure = exc
+    spaced = double_spaced(head)
+    if spaced:  # the blank lines between are the page's, not the log's: a message may go on across them
+        head = [line for line in head if line.raw.strip()]
     indent = common_indent(head)
     if indent:
         head = [_dedent(line, indent) for line in head]
@@ -180,6 +193,8 @@ def join_lines(lines: Iterable[Line]) -> Iterator[Line]:
     pending: Line | None = None
     joined = 0
     rest: Iterable[Line] = () if failure is not None else stream
+    if spaced:
+        rest = (line for line in rest if line.raw.strip())
     if indent:
         rest = (_dedent(line, indent) for line in rest)
     for line in itertools.chain(head, rest):
