@@ -1278,6 +1278,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         lambda m: {"file": "<code>", "function": m.group(1)},
     ),
+    # argparse refusing the command line: "vllm serve: error: argument --tool-call-parser: invalid
+    # choice: 'glm45' (choose from …)", "api_server.py: error: unrecognized arguments: --x"
+    Extractor(
+        "exception",
+        (": error: argument", ": error: unrecognized arguments", ": error: the following arguments"),
+        _F(r"^[\w./ -]*?: error: ((?:argument|unrecognized arguments|the following arguments are required).*)"),
+        lambda m: {"type": "UsageError", "message": m.group(1)},
+    ),
     # uvicorn's own level format: "ERROR:    [Errno 98] error while attempting to bind on address …"
     Extractor("exception", ("[Errno",), _F(r"^ERROR:\s+\[Errno (\d+)\] (.*)"), _uvicorn_error),
     # vLLM's CUDACHECK in its own kernels (the custom all-reduce): "Failed: Cuda error
