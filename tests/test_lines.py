@@ -414,3 +414,18 @@ def test_a_short_paste_indented_as_a_block_keeps_its_exception_line() -> None:
         "    less than desired GPU memory utilization (0.95, 30.25 GiB)."
     )
     assert diagnose(log).verdict == "insufficient_free_memory_at_startup"
+
+
+def test_one_message_cut_once_at_80_columns_is_put_back() -> None:
+    from kvdoctor.api import diagnose
+
+    line = "The model's max seq len (56000) is larger than the maximum number of tokens that can be stored in KV cache (43328)"
+    cut = diagnose("\n".join([line[:80], line[80:]]))
+    assert cut.verdict == "max_model_len_too_large"
+    assert cut.primary.facts["max_tokens_in_kv_cache"]["value"] == 43328  # type: ignore[union-attr]
+    # two lines re-wrapped by hand and indented are not a terminal's cut
+    rewrapped = (
+        "     ValueError: Free memory on device cuda:0 (1.33/23.98 GiB) on startup is less\n"
+        "     than desired GPU memory utilization (0.95, 22.79 GiB)."
+    )
+    assert diagnose("```\n" + rewrapped + "\n```").verdict == "insufficient_free_memory_at_startup"

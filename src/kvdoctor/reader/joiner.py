@@ -112,7 +112,7 @@ _TERMINAL_WIDTHS = (80, 100, 120, 132, 160, 200)
 def wrap_width(lines: list[Line]) -> int | None:
     """The width `lines` were hard-wrapped at, if they were: three lines (and a tenth of the long
     ones) exactly as long as the longest, which is at least 60 columns; two where that is a
-    terminal's width."""
+    terminal's width; one, if the line after it goes on mid-sentence."""
     lengths = [len(line.raw) for line in lines]
     longest = max(lengths, default=0)
     if longest < _WRAP_MIN_WIDTH:
@@ -121,7 +121,28 @@ def wrap_width(lines: list[Line]) -> int | None:
     long_ones = sum(1 for n in lengths if n >= _WRAP_MIN_WIDTH)
     if at * 10 < long_ones:
         return None
-    return longest if at >= 3 or (at >= 2 and longest in _TERMINAL_WIDTHS) else None
+    if at >= 3 or (at >= 2 and longest in _TERMINAL_WIDTHS):
+        return longest
+    if at == 1 and longest in _TERMINAL_WIDTHS:
+        # one line cut once: the piece after it goes on mid-sentence (a space, a lower-case word,
+        # a digit or a closing bracket), where a record of its own would start afresh
+        i = lengths.index(longest)
+        if i + 1 < len(lines) and _starts_no_record(lines[i + 1]):
+            after = lines[i + 1].raw
+            if (after[:1] == " " and after[1:2].strip()) or _WRAP_START.match(after):
+                return longest
+    return None
+
+
+def _starts_no_record(line: Line) -> bool:
+    """Nothing marks `line` as a record of its own: no vLLM header, no process, container or
+    time-stamp prefix, no indent (a line re-wrapped by hand, or a traceback's), no klog header
+    and no traceback marker."""
+    if line.origin.level is not None or line.origin.proc is not None or line.origin.container is not None:
+        return False
+    if _peeled(line) or line.raw[:2] == "  ":
+        return False
+    return not _KLOG.match(line.raw) and not _TRACEBACK_MARK.match(line.raw)
 
 
 def _wrapped(previous: Line, line: Line, width: int, joined: int) -> bool:
@@ -129,9 +150,7 @@ def _wrapped(previous: Line, line: Line, width: int, joined: int) -> bool:
     filled the width (less a trailing space the paste dropped), and this one starts no record."""
     if joined >= MAX_COMMAND_JOIN or len(previous.raw) not in (width, width - 1) or not line.raw.strip():
         return False
-    if line.origin.level is not None or line.origin.proc is not None or line.origin.container is not None:
-        return False  # a vLLM header, a process or container prefix: a record of its own
-    return not _KLOG.match(line.raw) and not _TRACEBACK_MARK.match(line.raw)
+    return _starts_no_record(line)
 
 
 def _unwrap(previous: Line, line: Line, width: int) -> Line:
