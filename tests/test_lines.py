@@ -423,6 +423,9 @@ def test_one_message_cut_once_at_80_columns_is_put_back() -> None:
     cut = diagnose("\n".join([line[:80], line[80:]]))
     assert cut.verdict == "max_model_len_too_large"
     assert cut.primary.facts["max_tokens_in_kv_cache"]["value"] == 43328  # type: ignore[union-attr]
+    # a cut inside a capitalised word
+    free = "Free memory on device cuda:0 (27.07/32.0 GiB) on startup is less than desired GPU memory utilization (0.92, 29.44 GiB)"
+    assert diagnose("\n".join([free[:80], free[80:]])).verdict == "insufficient_free_memory_at_startup"
     # two lines re-wrapped by hand and indented are not a terminal's cut
     rewrapped = (
         "     ValueError: Free memory on device cuda:0 (1.33/23.98 GiB) on startup is less\n"

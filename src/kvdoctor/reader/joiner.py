@@ -128,8 +128,13 @@ def wrap_width(lines: list[Line]) -> int | None:
         # a digit or a closing bracket), where a record of its own would start afresh
         i = lengths.index(longest)
         if i + 1 < len(lines) and _starts_no_record(lines[i + 1]):
-            after = lines[i + 1].raw
-            if (after[:1] == " " and after[1:2].strip()) or _WRAP_START.match(after):
+            before, after = lines[i].raw, lines[i + 1].raw
+            # (or inside a capitalised word: "desired GP" / "U memory")
+            if (
+                (after[:1] == " " and after[1:2].strip())
+                or _WRAP_START.match(after)
+                or (before[-1:].isupper() and after[:1].isupper())
+            ):
                 return longest
     return None
 
