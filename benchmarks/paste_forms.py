@@ -6,7 +6,7 @@ paste or a terminal, and its verdict and first remedy are compared with the plai
 
 Prints, per form, how many logs answered differently, and with `-v` which ones. Lines a
 collector added for context (`# reporter: …`) are dropped first: they are not the log's.
-`tests/test_paste_forms.py` holds the dev corpus to no difference at all.
+`tests/test_paste_forms.py` holds the dev corpus to no difference at all, with these same forms.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ FORMS: dict[str, Callable[[list[str]], list[str]]] = {
 }
 
 
-def _answer(text: str) -> tuple[str, str | None]:
+def answer(text: str) -> tuple[str, str | None]:
     report = diagnose(text)
     top = report.diagnoses[0] if report.diagnoses else None
     return report.verdict, top.remedies[0].action if top and top.remedies else None
@@ -75,9 +75,9 @@ def main() -> int:
             for line in log.read_text(encoding="utf-8", errors="replace").split("\n")
             if not line.startswith("# reporter")
         ]
-        plain = _answer("\n".join(lines))
+        plain = answer("\n".join(lines))
         for form in forms:
-            got = _answer("\n".join(FORMS[form](lines)))
+            got = answer("\n".join(FORMS[form](lines)))
             if got != plain:
                 differ[form].append(f"{log.name[:60]}: {plain} -> {got}")
     print(f"{len(logs)} labelled logs")

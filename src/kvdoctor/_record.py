@@ -4,11 +4,11 @@
 `inspect` (and with it `ast`, `dis`, `tokenize`), and each class compiles five or six generated
 methods with `exec` (issue 11; `python -X importtime` and `benchmarks/cold_start.py` show it).
 `record` gives the same frozen value classes from closures, with nothing to compile: `__init__`
-(positional or keyword, defaults, `field(default_factory=...)`), `__repr__`, `__eq__`,
-`__hash__`, `__match_args__`, and `AttributeError` on assignment (unless `frozen=False`). Type checkers read it as a
-dataclass (PEP 681). A class that writes its own `__init__` keeps it (the per-line records do,
-for speed). The faces (server, fleet, tickets, probe) keep `dataclasses`; they are not on the
-cold path.
+(positional or keyword, defaults, `field(default_factory=...)`; no `__post_init__`), `__repr__`,
+`__eq__`, `__hash__`, `__match_args__`, and `AttributeError` on assignment (unless
+`frozen=False`). Type checkers read it as a dataclass (PEP 681). A class that writes its own
+`__init__` keeps it (the per-line records do, for speed). The faces (server, fleet, tickets,
+probe) keep `dataclasses`; they are not on the cold path.
 """
 
 from __future__ import annotations
@@ -35,15 +35,10 @@ def field(*, default_factory: Callable[[], Any]) -> Any:
     return _Factory(default_factory)
 
 
-def fields_of(obj: object) -> tuple[str, ...]:
-    """The field names of a record class or instance, in order."""
-    names: tuple[str, ...] = obj.__record_fields__  # type: ignore[attr-defined]
-    return names
-
-
 def replace(obj: T, **changes: Any) -> T:
     """A copy of `obj` with some fields changed, as `dataclasses.replace` makes."""
-    values = {name: getattr(obj, name) for name in fields_of(obj)}
+    names: tuple[str, ...] = obj.__record_fields__  # type: ignore[attr-defined]
+    values = {name: getattr(obj, name) for name in names}
     unknown = set(changes) - set(values)
     if unknown:
         raise TypeError(f"{type(obj).__name__} has no field {sorted(unknown)[0]!r}")
@@ -86,9 +81,6 @@ def _make_init(cls_name: str, names: tuple[str, ...], defaults: dict[str, Any], 
                 setter(self, name, values[name])
         else:
             self.__dict__.update({name: values[name] for name in names})
-        post_init = getattr(self, "__post_init__", None)
-        if post_init is not None:
-            post_init()
 
     return __init__
 

@@ -146,6 +146,13 @@ def diagnose(
     return report_for(analysis, rules=rules, probe=probe, lang=lang, rule_dirs=rule_dirs)
 
 
+def diagnose_file(path: str, *, rules: Sequence[Rule] | None = None, probe: Any = None, lang: str = "en") -> Report:
+    """`diagnose(Path(path))` for a path as typed ("-" for stdin): the CLI's way in, which needs
+    no pathlib on its cold path."""
+    analysis = analyse_lines(path, iter_sparse_lines(open_source(path)))
+    return report_for(analysis, rules=rules, probe=probe, lang=lang)
+
+
 def report_for(
     analysis: Analysis,
     *,

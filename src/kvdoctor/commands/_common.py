@@ -8,6 +8,12 @@ import sys
 
 from kvdoctor.reader.lines import InputError, iter_sparse_lines, open_source
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from kvdoctor.diagnosis.rules import Rule
+
 
 def cache_dir() -> str | None:
     """Where compiled rules are kept between runs: $KVDOCTOR_CACHE_DIR (empty: no cache), else the
@@ -54,6 +60,19 @@ def add_lang_argument(parser: argparse.ArgumentParser, default_help: str = "from
     parser.add_argument(
         "--lang", choices=("en", "zh"), default=None, help=f"language of the explanation (default: {default_help})"
     )
+
+
+def rules_or_error(dirs: Sequence[str]) -> list[Rule] | None:
+    """The built-in rules plus `--rules DIR`s, through the user's cache; None after printing every
+    problem in them (`file:line:col`) and a one-line error, for the command to exit 2."""
+    from kvdoctor.diagnosis.rules import RuleLoadError, rules_for  # not on `facts`' path
+
+    try:
+        return rules_for(dirs, cache_dir=cache_dir())
+    except RuleLoadError as exc:
+        print(str(exc), file=sys.stderr)
+        error(f"{len(exc.errors)} problem(s) in rule files; fix them or drop --rules")
+        return None
 
 
 def error(message: str) -> None:

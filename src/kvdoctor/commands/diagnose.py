@@ -6,22 +6,19 @@ import argparse
 import json
 import sys
 
-from kvdoctor.api import input_problem, report_for
+from kvdoctor.api import diagnose_file, input_problem
 from kvdoctor.commands._common import (
     InputError,
     add_input,
     add_lang_argument,
     add_rules_argument,
-    cache_dir,
     error,
     pick_lang,
-    raw_lines,
+    rules_or_error,
     text_width,
     use_color,
 )
-from kvdoctor.diagnosis.rules import RuleLoadError, rules_for
 from kvdoctor.exitcodes import EXIT_USAGE
-from kvdoctor.reader.pipeline import analyse_lines
 from kvdoctor.render import FORMATS, render
 
 TYPE_CHECKING = False
@@ -64,11 +61,8 @@ def _probe(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     lang = pick_lang(args.lang)
-    try:
-        rules = rules_for(args.rules, cache_dir=cache_dir())
-    except RuleLoadError as exc:
-        print(str(exc), file=sys.stderr)
-        error(f"{len(exc.errors)} problem(s) in rule files; fix them or drop --rules")
+    rules = rules_or_error(args.rules)
+    if rules is None:
         return EXIT_USAGE
     try:
         probe = _probe(args)
@@ -80,8 +74,7 @@ def run(args: argparse.Namespace) -> int:
     several = len(args.files) > 1
     for path in args.files:
         try:
-            # the file read as `kvdoctor.api.diagnose` reads a Path, with no pathlib on the way
-            report = report_for(analyse_lines(path, raw_lines(path)), rules=rules, probe=probe, lang=lang)
+            report = diagnose_file(path, rules=rules, probe=probe, lang=lang)
         except InputError as exc:
             error(str(exc))  # this file is reported and skipped; the others are still diagnosed
             worst = max(worst, EXIT_USAGE)

@@ -28,7 +28,7 @@ from types import FrameType
 from typing import Any
 
 from kvdoctor._record import replace
-from kvdoctor.commands._common import error, pick_lang
+from kvdoctor.commands._common import error, pick_lang, rules_or_error
 from kvdoctor.commands.preflight import (
     PreflightResult,
     Readiness,
@@ -41,7 +41,6 @@ from kvdoctor.commands.watch import (
     Passthrough,
     ReportSink,
     add_output_arguments,
-    load_rules,
     open_sink,
     tee,
 )
@@ -108,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         if refusal is not None:
             return refusal
     lang = pick_lang(args.lang)
-    rules = load_rules(args.rules)
+    rules = rules_or_error(args.rules)
     sink = open_sink(args, lang, "run") if rules is not None else None
     if rules is None or sink is None:
         return EXIT_USAGE

@@ -16,13 +16,12 @@ from typing import TextIO
 from kvdoctor.commands._common import (
     add_lang_argument,
     add_rules_argument,
-    cache_dir,
     error,
     pick_lang,
+    rules_or_error,
     text_width,
     use_color,
 )
-from kvdoctor.diagnosis.rules import RuleLoadError, rules_for
 from kvdoctor.exitcodes import EXIT_INTERRUPTED, EXIT_USAGE
 from kvdoctor.fleet.engines import ENGINES, EngineError, Job, engine
 from kvdoctor.fleet.formats import FORMATS, open_sink
@@ -70,11 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _job(args: argparse.Namespace) -> Job | None:
-    try:
-        rules = rules_for(args.rules, cache_dir=cache_dir())
-    except RuleLoadError as exc:
-        print(str(exc), file=sys.stderr)
-        error(f"{len(exc.errors)} problem(s) in rule files; fix them or drop --rules")
+    rules = rules_or_error(args.rules)
+    if rules is None:
         return None
     return Job(
         rules=tuple(rules),

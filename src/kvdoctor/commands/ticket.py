@@ -10,8 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kvdoctor.commands._common import add_lang_argument, add_rules_argument, error
-from kvdoctor.commands.watch import load_rules
+from kvdoctor.commands._common import add_lang_argument, add_rules_argument, error, rules_or_error
 from kvdoctor.diagnosis.rules import Rule
 from kvdoctor.exitcodes import EXIT_FINDING, EXIT_OK, EXIT_USAGE
 from kvdoctor.ticket.sections import TicketError, TicketResult, check_ticket
@@ -29,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    rules = load_rules(args.rules)
+    rules = rules_or_error(args.rules)
     if rules is None:
         return EXIT_USAGE
     return max(_one(path, rules, args) for path in args.files)

@@ -22,14 +22,13 @@ from typing import IO, Any
 from kvdoctor.commands._common import (
     add_lang_argument,
     add_rules_argument,
-    cache_dir,
     error,
     pick_lang,
+    rules_or_error,
     text_width,
     use_color,
 )
 from kvdoctor.diagnosis.report import Report
-from kvdoctor.diagnosis.rules import Rule, RuleLoadError, rules_for
 from kvdoctor.exitcodes import EXIT_INTERRUPTED, EXIT_USAGE
 from kvdoctor.live.stream import LiveDiagnoser
 from kvdoctor.render import FORMATS, render
@@ -230,18 +229,9 @@ def open_sink(args: argparse.Namespace, lang: str, where: str) -> ReportSink | N
         return None
 
 
-def load_rules(dirs: list[str]) -> list[Rule] | None:
-    try:
-        return rules_for(dirs, cache_dir=cache_dir())
-    except RuleLoadError as exc:
-        print(str(exc), file=sys.stderr)
-        error(f"{len(exc.errors)} problem(s) in rule files; fix them or drop --rules")
-        return None
-
-
 def run(args: argparse.Namespace) -> int:
     lang = pick_lang(args.lang)
-    rules = load_rules(args.rules)
+    rules = rules_or_error(args.rules)
     if rules is None:
         return EXIT_USAGE
     sink = open_sink(args, lang, "watch")

@@ -214,9 +214,8 @@ class _FactSink:
         if old is not None:
             if rank < old:
                 return
-            if rank == old and latest:
-                pass  # a launch command replaces what earlier lines set: the later launch ran
-            elif rank == old:
+            # (a launch command replaces what earlier lines set at its rank: the later launch ran)
+            if rank == old and not latest:
                 if name in _MIN_ACROSS_RANKS and isinstance(value, (int, float)):
                     if value >= self.facts[name].value:
                         return

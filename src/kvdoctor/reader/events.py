@@ -104,14 +104,13 @@ def _present(text: str) -> list[str]:
     """The needles `text` holds (overlapping ones included: "failed to start" inside "EngineCore
     failed to start"), usually none."""
     global _gate, _ungated_left
-    gate = _gate
-    if gate is None:
-        if _ungated_left > 0:
-            _ungated_left -= 1
-            return [n for n in _NEEDLES if n in text]
-        gate = _gate = re.compile(gate_pattern(_NEEDLES))
-    if gate.search(text) is None:
-        return []
+    if _gate is None and _ungated_left > 0:
+        _ungated_left -= 1
+    else:
+        if _gate is None:
+            _gate = re.compile(gate_pattern(_NEEDLES))
+        if _gate.search(text) is None:
+            return []
     return [n for n in _NEEDLES if n in text]
 
 

@@ -48,16 +48,19 @@ def _finished(previous: Line, line: Line) -> bool:
     return previous.text.rstrip()[-1:] in (".", "!", "?") and line.text.lstrip()[:1].islower()
 
 
-def _peeled(line: Line) -> bool:
-    """A prefix (a time stamp, a tag) was peeled off the front of this line."""
+def _own_prefix(line: Line) -> bool:
+    """The line carries a prefix of its own (a vLLM header, a process, a container, a time stamp
+    or tag peeled off its front): it was printed as a line, not cut from the one above."""
+    if line.origin.level is not None or line.origin.proc is not None or line.origin.container is not None:
+        return True
     raw, text = line.raw, line.text
     return len(raw) > len(text) and raw.endswith(text) and bool(raw[: len(raw) - len(text)].strip())
 
 
 def _terminal_wrap(previous: Line, line: Line) -> bool:
     """The previous physical line was cut at the terminal width in the middle of a token."""
-    if line.origin.container is not None or line.origin.proc is not None or _peeled(line):
-        return False  # a line with its own prefix (container, process, time stamp) was printed as one
+    if _own_prefix(line):
+        return False
     # (at exactly 80 columns only inside an exception message or an open parenthesis: many a short
     # record is 80 characters long by chance)
     at_80 = len(previous.raw) == TERMINAL_WIDTH and (
@@ -140,12 +143,9 @@ def wrap_width(lines: list[Line]) -> int | None:
 
 
 def _starts_no_record(line: Line) -> bool:
-    """Nothing marks `line` as a record of its own: no vLLM header, no process, container or
-    time-stamp prefix, no indent (a line re-wrapped by hand, or a traceback's), no klog header
-    and no traceback marker."""
-    if line.origin.level is not None or line.origin.proc is not None or line.origin.container is not None:
-        return False
-    if _peeled(line) or line.raw[:2] == "  ":
+    """Nothing marks `line` as a record of its own: no prefix of its own, no indent (a line
+    re-wrapped by hand, or a traceback's), no klog header and no traceback marker."""
+    if _own_prefix(line) or line.raw[:2] == "  ":
         return False
     return not _KLOG.match(line.raw) and not _TRACEBACK_MARK.match(line.raw)
 
