@@ -69,6 +69,22 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
             "weights_gib": 15.27,
         },
     ),
+    # a 0.6 development build's profiling table: one "key  value" row per line (PR 10511)
+    (
+        "INFO 12-13 19:54:18 worker.py:243] model weights take   14.96GiB",
+        "profile_row",
+        {"weights_gib": 14.96},
+    ),
+    (
+        "INFO 12-13 19:54:18 worker.py:243] gpu_memory_utilization\t0.90",
+        "profile_row",
+        {"gpu_memory_utilization": 0.9},
+    ),
+    (
+        "INFO 12-13 19:54:18 worker.py:243] available_kv_cache_memory    -1.52GiB",
+        "profile_row",
+        {"kv_cache_gib": -1.52},
+    ),
     # §4.2 V1 budget line, negative too
     (
         "(EngineCore_DP0 pid=563) INFO 12-23 23:34:23 [gpu_worker.py:298] Available KV cache memory: -2.77 GiB",

@@ -130,7 +130,6 @@ KNOWN_MISSES = {
     "3135-": "a driver out-of-memory line in the kernel log on DGX Spark: the same line on another Spark was page-cache pressure",
     "3202-": "LMCache engines that go silent after start-up: the host-RAM reading is the collector's, from a sister thread",
     "3232-": "a tool parser this release does not have: a listed one and an upgrade both work; the label upgrades",
-    "2705-": "a dev branch's table-style profile that no release prints: only the PR says it started",
     "2710-": "1.6 GiB held beside a V1 sampler OOM on an 8 GB card reads as a co-tenant; the thread blamed V1's 1024 sequences",
     "2711-": "the profiling assertion is only in the thread's title",
     "2753-": "the failing run's fraction is not in the file (0.3 is the working run's): read as a co-tenant",

@@ -42,6 +42,7 @@ PROGRESS_KINDS = FATAL_KINDS | {
     "profile_v064",
     "profile_budget",
     "profile_breakdown",
+    "profile_row",
     "profile_summary",
     "available_kv_memory",
     "gpu_blocks",
@@ -561,6 +562,7 @@ def _engine_fact(sink: _FactSink, attempt: Attempt) -> None:
         v1 += event.kind == "free_memory_error"
         v0 += any(m in where for m in _V0_MARKERS) or event.kind in (
             "profile_breakdown",
+            "profile_row",
             "profile_v064",
         )
         v0 += event.kind == "max_len_error" and "stored in KV cache" in event.text

@@ -89,6 +89,22 @@ def _breakdown(m: re.Match[str]) -> Fields:
     return fields
 
 
+# a profiling table (a 0.6 development build, Dec 2024): one "key  value" row per log line
+_TABLE_ROWS = {
+    "total_gpu_memory": "total_gpu_gib",
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "the current vLLM instance can use": "budget_gib",
+    "model weights take": "weights_gib",
+    "non_torch_memory": "non_torch_gib",
+    "PyTorch activation peak memory": "activation_peak_gib",
+    "available_kv_cache_memory": "kv_cache_gib",
+}
+
+
+def _profile_row(m: re.Match[str]) -> Fields:
+    return {_TABLE_ROWS[m.group(1)]: _g(m, 2)}
+
+
 def _profile_debug(m: re.Match[str]) -> Fields:
     text = m.group(0)
     fields: Fields = {}
@@ -735,6 +751,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"peak memory takes (-?\d+(?:\.\d+)?) ?GiB;(?: the rest of the memory reserved for KV Cache is (-?\d+(?:\.\d+)?) ?GiB)?"  # noqa: E501
         ),
         _breakdown,
+    ),
+    Extractor(
+        "profile_row",
+        tuple(_TABLE_ROWS),
+        _F(
+            r"(?:^|\] )(" + "|".join(_TABLE_ROWS) + r")[ \t]+(-?\d+(?:\.\d+)?)[ \t]*(?:GiB|GB)?[ \t]*$"
+        ),
+        _profile_row,
     ),
     Extractor(
         "profile_summary",
