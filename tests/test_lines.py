@@ -334,6 +334,21 @@ def test_terminal_wrapped_and_split_messages_are_joined() -> None:
     ]
 
 
+def test_a_unit_rewrapped_onto_its_own_line_rejoins_its_figure() -> None:
+    from kvdoctor.api import diagnose
+
+    quoted = "\n".join(
+        [
+            "▎ INFO 05-11 08:00:30 [gpu_worker.py:232] Available KV cache memory: -1.37",
+            "▎ GiB",
+            "▎ ERROR 05-11 08:00:31 [core.py:396] ValueError: No available memory for the cache blocks. Try",
+            "▎ increasing `gpu_memory_utilization` when initializing the engine.",
+        ]
+    )
+    report = diagnose(quoted)
+    assert (report.verdict, report.facts["kv_cache_gib"]) == ("no_cache_blocks", -1.37)
+
+
 def test_sparse_reading_keeps_exact_numbers_across_skipped_chunks() -> None:
     from kvdoctor.reader.lines import CHUNK, iter_sparse_lines
 

@@ -35,6 +35,8 @@ _KNOWN_CONTINUATION = re.compile(
     # the start-up check re-wrapped ("… on startup is less" / "than desired GPU memory utilization …")
     r"(?:is less )?than desired GPU memory utilization|on startup is less than desired)"
 )
+# a figure's unit re-wrapped onto the next line ("Available KV cache memory: -1.37" / "GiB")
+_UNIT_START = re.compile(r"^\s*(?:[KMGT]i?B|bytes)\b")
 _WRAP_START = re.compile(r"^[a-z0-9_./)\]},'\"-]")
 # a traceback's source line (the statement under a frame) starts a line of its own
 _CODE_LINE = re.compile(r"^\s*(?:raise|return|assert|await|yield|import|from|def|class|self\.|super\(\))[\s(.]")
@@ -80,6 +82,8 @@ def _continues(previous: Line, line: Line, joined: int) -> bool:
     if line.origin.proc is not None and line.origin.proc != previous.origin.proc:
         return False
     if _KNOWN_CONTINUATION.match(line.text):
+        return True
+    if previous.text[-1:].isdigit() and _UNIT_START.match(line.text):
         return True
     if _terminal_wrap(previous, line) and not _NEW_RECORD.match(line.text):
         return True
