@@ -168,6 +168,16 @@ def test_no_color_env_and_empty_input(capsys: pytest.CaptureFixture[str]) -> Non
     assert proc.stderr.decode().count("\n") == 1 and "stdin: no vLLM start-up lines found" in proc.stderr.decode()
 
 
+def test_a_start_up_cut_off_mid_way_is_not_called_the_wrong_log() -> None:
+    log = b"INFO 03-03 20:36:02 [model_runner.py:1117] Model loading took 15.4137 GB and 9.03 seconds\n"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kvdoctor", "diagnose", "-"], input=log, capture_output=True, check=False
+    )
+    assert proc.returncode == 0  # an informational verdict: the start-up had not finished
+    assert b"The start-up had not finished" in proc.stdout
+    assert b"no vLLM start-up lines found" not in proc.stderr
+
+
 def test_every_file_is_diagnosed_and_several_in_json_are_json_lines(tmp_path: Path) -> None:
     empty = tmp_path / "empty.log"
     empty.write_bytes(b"")

@@ -85,6 +85,18 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
         "profile_row",
         {"kv_cache_gib": -1.52},
     ),
+    # §10 an OOM PyTorch reports as an internal assert where NVML cannot answer (MIG, Jetson)
+    (
+        '(EngineCore_0 pid=72) RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at "/pytorch/c10/cuda/CUDACachingAllocator.cpp":1016, please report a bug to PyTorch.',
+        "cuda_oom",
+        {"device": "CUDA", "nvml_assert": True},
+    ),
+    # Unsloth's fast_inference chooses the fraction and prints it
+    (
+        "Unsloth: vLLM loading ./unsloth/Qwen2.5-VL-3B-Instruct with actual GPU utilization = 78.61%",
+        "wrapper_setting",
+        {"flags": {"gpu_memory_utilization": 0.7861}},
+    ),
     # §4.2 V1 budget line, negative too
     (
         "(EngineCore_DP0 pid=563) INFO 12-23 23:34:23 [gpu_worker.py:298] Available KV cache memory: -2.77 GiB",
@@ -440,6 +452,8 @@ def test_extractor(raw: str, kind: str, expected: dict[str, Any]) -> None:
         "INFO 05-16 [loggers.py:116] Engine 000: Avg prompt throughput: 0.0 tokens/s, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%",
         'INFO:     127.0.0.1:39210 - "POST /v1/completions HTTP/1.1" 200 OK',
         "(Worker_TP1 pid=12025) INFO 08-14 09:28:01 [gpu_worker.py:857] Free memory on device (77.78/79.33 GiB) on startup. Desired GPU memory utilization is (0.85, 67.43 GiB).",
+        # NVML that cannot start at all is the driver, not an allocation that failed
+        'RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() INTERNAL ASSERT FAILED at "../c10/cuda/CUDACachingAllocator.cpp":1123, please report a bug to PyTorch.',
     ],
 )
 def test_look_alikes_are_not_errors(raw: str) -> None:

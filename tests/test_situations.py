@@ -4,8 +4,14 @@ a bind failure after uvicorn's start-up line, tracebacks cut short."""
 from __future__ import annotations
 
 from kvdoctor.api import diagnose
+from kvdoctor.diagnosis.report import Report
 
 BANNER = "INFO 01-15 06:46:00 [api_server.py:1] vLLM API server version 0.11.0"
+
+
+def _verdict_confidence_first(report: Report) -> tuple[str, str, str]:
+    top = report.diagnoses[0]
+    return report.verdict, top.confidence, top.remedies[0].action
 
 
 def test_second_instance_while_the_first_still_runs_is_another_process() -> None:
@@ -822,15 +828,32 @@ def test_a_cut_kv_check_under_the_engine_wrapper_after_a_long_length_is_a_low_gu
         ]
     )
     report = diagnose(log)
-    top = report.diagnoses[0]
-    assert (report.verdict, top.confidence, top.remedies[0].action) == (
-        "max_model_len_too_large",
-        "low",
-        "lower_max_model_len",
-    )
+    assert _verdict_confidence_first(report) == ("max_model_len_too_large", "low", "lower_max_model_len")
     assert report.facts["error_is_wrapper"] is True
     # the same frames with a short length: no claim about the length
     assert diagnose(log.replace("180000", "4096")).verdict != "max_model_len_too_large"
+
+
+def test_a_v0_traceback_cut_at_the_executors_initialize_cache_after_a_long_length_is_the_length() -> None:
+    # V0's executor runs the KV check (raise_if_cache_size_invalid) before it allocates; the paste
+    # stops at the executor's frame, with 120000 tokens asked of an 8B model
+    log = "\n".join(
+        [
+            "$ python -m vllm.entrypoints.openai.api_server --model NousResearch/Meta-Llama-3.1-8B-Instruct --max-model-len 120000 --gpu-memory-utilization 0.95",
+            "INFO 11-21 13:28:24 api_server.py:585] vLLM API server version 0.6.4.post1",
+            "Traceback (most recent call last):",
+            '  File "/env/lib/python3.9/site-packages/vllm/engine/llm_engine.py", line 500, in _initialize_kv_caches',
+            "    self.model_executor.initialize_cache(num_gpu_blocks, num_cpu_blocks)",
+            '  File "/env/lib/python3.9/site-packages/vllm/executor/gpu_executor.py", line 120, in initialize_cache',
+            "    self.driver_worker.initialize_cache(num_gpu_blocks, num_cpu_blocks)",
+        ]
+    )
+    report = diagnose(log)
+    assert _verdict_confidence_first(report) == ("max_model_len_too_large", "low", "lower_max_model_len")
+    assert "≈14.65 GiB of KV cache per GPU (an estimate)" in report.diagnoses[0].explanation
+    assert report.facts["one_request_kv_gib_estimate"] == 14.65
+    # a short length leaves the step's OOM guess in place
+    assert diagnose(log.replace("120000", "4096")).verdict == "cuda_oom"
 
 
 def test_a_v0_profile_breakdown_cut_before_its_kv_part_keeps_its_figures() -> None:
@@ -966,3 +989,14 @@ def test_a_vllm_omni_stage_short_of_free_memory_may_be_held_by_its_own_sibling_s
         assert top.confidence == "medium" and "fix_config" in [r.action for r in top.remedies], marker
     plain = diagnose("\n".join(["vllm serve Qwen/Qwen3-8B --port 8000", free])).diagnoses[0]
     assert plain.confidence == "high" and "fix_config" not in [r.action for r in plain.remedies]
+
+
+def test_vllms_own_resolved_length_beats_a_length_named_before_it() -> None:
+    log = "\n".join(
+        [
+            "I later tried --max-model-len 4096 --enforce-eager, which started",
+            "(APIServer pid=1) INFO 04-03 15:05:44 [model.py:1678] Using max model len 40960",
+            "(EngineCore pid=2) ValueError: Free memory on device cuda:0 (9.02/11.63 GiB) on startup is less than desired GPU memory utilization (0.9, 10.47 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+        ]
+    )
+    assert diagnose(log).facts["max_model_len"] == 40960

@@ -77,7 +77,7 @@ def test_wrapped_remedy_and_avoid_lines_hang_under_their_text() -> None:
 def test_piped_zh_text_is_one_line_per_paragraph() -> None:
     out = render(diagnose(ROOT / "examples" / "max-model-len-too-large.log", lang="zh"), "text")
     why = out.split("原因\n", 1)[1].split("\n")[0]
-    assert why.startswith("KV 缓存可容纳 17.39 GiB") and why.endswith("是上下文长度设得太长。")
+    assert why.startswith("--max-model-len 1048576 的一条请求所需的 KV 缓存") and why.endswith("是上下文长度设得太长。")
 
 
 def test_the_zh_budget_bar_is_ascii_and_its_legend_is_chinese() -> None:

@@ -195,7 +195,9 @@ def report_for(
                 live,
             )
         )
-    if not any(a.events for a in analysis.attempts) or all(a.inconclusive for a in attempts):
+    # (a start-up the log cuts off mid-way has vLLM's lines: it is not the wrong log)
+    began = any(a.diagnoses and a.diagnoses[0].rule == "start-up-incomplete" for a in attempts)
+    if not any(a.events for a in analysis.attempts) or (all(a.inconclusive for a in attempts) and not began):
         notes.append(NO_STARTUP_NOTE)
     return Report(analysis.source, attempts, tuple(notes), lang, probe_record)
 

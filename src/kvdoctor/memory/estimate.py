@@ -182,6 +182,9 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         per_token = int(round(logged_gib * GIB / logged_tokens))
     if per_token:
         out["kv_bytes_per_token"] = per_token
+    if layout is not None and layout.bytes_per_token and ctx.max_model_len:
+        # one request at the length asked for: what the KV check needs, where the log cut it off
+        out["one_request_kv_gib_estimate"] = round(layout.bytes_per_token * ctx.max_model_len / GIB, 2)
     weights = ctx.weights()
     if ctx.entry is not None:
         out["weights_gib_estimate"] = round(_estimate_only(ctx), 2)

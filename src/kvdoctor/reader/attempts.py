@@ -242,7 +242,7 @@ def _dump_facts(sink: _FactSink, event: Event, values: dict[str, Any], rank: int
             value = value.replace("torch.", "")
         if name == "max_model_len" and not isinstance(value, int):
             continue
-        sink.put(name, value, event, rank=rank, source="config", latest=event.kind == "command_line")
+        sink.put(name, value, event, rank=rank, source="config", latest=event.kind in ("command_line", "config_value"))
 
 
 # Figures an event carries under its fact name (max_model_len has its own precedence).
@@ -491,6 +491,9 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
     if "cumem_allocator" in event.text:
         # vLLM's CuMemAllocator: sleep mode, which RL frameworks use to share the GPU with a trainer
         sink.put("oom_cumem_allocator", True, event, rank=2)
+    if f.get("nvml_assert"):
+        # the allocator's OOM path could not read NVML (a MIG slice, Jetson): an OOM in disguise
+        sink.put("oom_reported_as", "`NVML_SUCCESS == r INTERNAL ASSERT FAILED`", event, rank=2)
     if f.get("device"):
         sink.put("oom_device", str(f["device"]).upper(), event, rank=2)  # CUDA, HIP, XPU, NPU, TPU
     for key, name in (
@@ -622,6 +625,11 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
         own = [e for e in frames if "vllm" in e.fields.get("file", "")] or frames
         sink.put("failing_file", own[-1].fields["file"], own[-1], rank=3)
         sink.put("failing_function", own[-1].fields["function"], own[-1], rank=3)
+        rl = next((e for e in frames if _RL_FRAMEWORK.search(e.fields.get("file", ""))), None)
+        if rl is not None:
+            # the traceback runs through an RL trainer that colocates its rollout engine with the
+            # training process: the memory "another process" holds is the trainer's, by design
+            sink.put("rl_colocated", _RL_FRAMEWORK.search(rl.fields["file"]).group(1), rl, rank=2)  # type: ignore[union-attr]
     kv_by_rank = [r["kv_cache_gib"] for r in attempt.ranks() if isinstance(r.get("kv_cache_gib"), (int, float))]
     if len(kv_by_rank) > 1:
         # ranks on different GPUs that disagree by GiBs: one GPU is shared with another process
@@ -660,6 +668,13 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
 
 
 _KV_SIZED = ("gpu_blocks", "kv_cache_size", "available_kv_memory", "startup_memory_summary", "serving")
+
+
+# RL frameworks whose rollout engine shares the GPU with the trainer (their package in a frame's path)
+_RL_FRAMEWORK = re.compile(
+    r"/(verl|openrlhf|trl|nemo_rl|areal|realhf|slime|easyr1|skyrl_train|rllm|prime_rl)/"
+    r"(?:trainer|trainers|workers|models|utils|rollout|algorithms|distributed|single_controller|train|pipeline)?"
+)
 
 
 def _trainer_oom(attempt: Attempt) -> list[Event]:

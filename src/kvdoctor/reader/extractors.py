@@ -755,9 +755,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor(
         "profile_row",
         tuple(_TABLE_ROWS),
-        _F(
-            r"(?:^|\] )(" + "|".join(_TABLE_ROWS) + r")[ \t]+(-?\d+(?:\.\d+)?)[ \t]*(?:GiB|GB)?[ \t]*$"
-        ),
+        _F(r"(?:^|\] )(" + "|".join(_TABLE_ROWS) + r")[ \t]+(-?\d+(?:\.\d+)?)[ \t]*(?:GiB|GB)?[ \t]*$"),
         _profile_row,
     ),
     Extractor(
@@ -1033,6 +1031,15 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"vllm_omni[./]"),
         lambda m: {"flags": {"omni_pipeline": True}},
     ),
+    # PyTorch's caching allocator, failing an allocation, asks NVML about the device; where NVML
+    # cannot answer (a MIG slice, Jetson/Tegra) an internal assert replaces the OOM message
+    # ("NVML_SUCCESS == r INTERNAL ASSERT FAILED at …/CUDACachingAllocator.cpp":1016, pytorch#112377)
+    Extractor(
+        "cuda_oom",
+        ("NVML_SUCCESS == r INTERNAL ASSERT",),
+        _F(r"NVML_SUCCESS == r INTERNAL ASSERT FAILED at \W*\S*CUDACachingAllocator\.cpp"),
+        lambda m: {"device": "CUDA", "nvml_assert": True},
+    ),
     # (Triton's own allocation, e.g. an autotuner's scratch buffers on the first request:
     # "RuntimeError: Triton Error [CUDA]: out of memory")
     Extractor("cuda_oom", ("out of memory",), _F(r"Triton Error \[(CUDA|HIP)\]: out of memory"), _cuda_oom),
@@ -1243,6 +1250,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ("--vllm_", "--vllm-", "rollout."),
         _F(_PREFIXED_SETTING),
         _prefixed_settings,
+    ),
+    # Unsloth's fast_inference picks the fraction itself and says so ("Unsloth: vLLM loading
+    # unsloth/Qwen2.5-VL-3B-Instruct with actual GPU utilization = 78.61%")
+    Extractor(
+        "wrapper_setting",
+        ("with actual GPU utilization =",),
+        _F(r"with actual GPU utilization = (\d+(?:\.\d+)?)%"),
+        lambda m: {"flags": {"gpu_memory_utilization": round(float(m.group(1)) / 100, 4)}},
     ),
     # an exception quoted after other words (a ticket title: "vllm 跨主机启动失败 RuntimeError: NCCL error: …")
     Extractor(

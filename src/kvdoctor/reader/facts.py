@@ -111,6 +111,7 @@ KNOWN_FACTS = frozenset(
         # out-of-memory
         "oom_phase",
         "oom_phase_inferred",
+        "oom_reported_as",
         "oom_tried_gib",
         "oom_total_gib",
         "oom_free_gib",
@@ -147,6 +148,7 @@ KNOWN_FACTS = frozenset(
         "max_model_len_that_fits",
         "kv_bytes_per_token",
         "kv_tokens_estimate",
+        "one_request_kv_gib_estimate",
         "weights_gib_estimate",
         "weights_estimate_basis",
         "gpu_name",
@@ -162,6 +164,7 @@ KNOWN_FACTS = frozenset(
         "no_gpu_reason",
         "max_model_len_kernel_limit",
         "oom_cumem_allocator",
+        "rl_colocated",
         "error_is_wrapper",
         "memory_error_seen",
         "environment_reason",
