@@ -390,9 +390,9 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
         {"kv_cache_gib": 0.0, "total_gpu_gib": 60.96},
     ),
     (
-        "(Worker pid=7) INFO 01-01 00:00:01 [worker.py:1] Free memory on device (59.1/60.96 GiB) on startup. Desired GPU memory utilization is (0.9, 54.86 GiB). Actual usage: 1.14 GiB for weights, 0.22 GiB for peak activation, 0.13 GiB for non-torch memory, 0.04 GiB for NPU graph memory.",
+        "(Worker pid=7) INFO 01-01 00:00:01 [worker.py:1] Free memory on device (59.1/60.96 GiB) on startup. Desired GPU memory utilization is (0.9, 54.86 GiB). Actual usage: 1.14 GiB for weights, 0.22 GiB for peak activation, 0.13 GiB for non-torch memory, 0.04 GiB for NPU graph memory. Replace gpu_memory_utilization with `--kv-cache-memory=6552110080` (6.1 GiB) to fit into requested memory, or `--kv-cache-memory=12726715392` (11.85 GiB) to fully utilize NPU free memory. Current KV cache memory: 7.03 GiB.",
         "startup_memory_summary",
-        {"weights_gib": 1.14, "cuda_graph_gib": 0.04},
+        {"weights_gib": 1.14, "cuda_graph_gib": 0.04, "kv_cache_gib": 7.03, "kv_cache_memory_bytes_to_fit": 6552110080},
     ),
     (
         "engine.py           :43   2024-02-08 08:40:56,015 vLLM config: {'model': 'm', 'gpu_memory_utilization': 0.95, 'max_model_len': 32000}",

@@ -447,3 +447,16 @@ def test_one_message_cut_once_at_80_columns_is_put_back() -> None:
         "     than desired GPU memory utilization (0.95, 22.79 GiB)."
     )
     assert diagnose("```\n" + rewrapped + "\n```").verdict == "insufficient_free_memory_at_startup"
+
+
+def test_the_stats_loggers_start_up_kv_line_is_read_not_passed_over_as_serving() -> None:
+    from kvdoctor.api import diagnose
+
+    log = "\n".join(
+        [
+            "(APIServer pid=417108) INFO 08-03 15:22:15 [loggers.py:147] Engine 000: vllm cache_config_info with initialization after num_gpu_blocks is: 3518",
+            "(APIServer pid=417108) INFO 08-03 15:22:25 [loggers.py:116] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s",
+        ]
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.facts["gpu_blocks"]) == ("healthy", 3518)

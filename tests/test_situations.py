@@ -1000,3 +1000,20 @@ def test_vllms_own_resolved_length_beats_a_length_named_before_it() -> None:
         ]
     )
     assert diagnose(log).facts["max_model_len"] == 40960
+
+
+def test_a_free_memory_shortfall_for_a_model_no_card_of_this_size_holds_leads_with_sharding() -> None:
+    log = "\n".join(
+        [
+            "$ vllm serve Qwen/Qwen3.6-35B-A3B --gpu-memory-utilization 0.92",
+            "(EngineCore pid=7) ValueError: Free memory on device cuda:0 (9.91/11.49 GiB) on startup is less than desired GPU memory utilization (0.92, 10.57 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    # freeing 1.6 GiB or lowering the fraction passes the check, then fails at the weights
+    assert top.remedies[0].action == "increase_tensor_parallel_size"
+    assert "even 4-bit" in top.remedies[0].text
+    assert "free_gpu_memory" not in [r.action for r in top.remedies[:2]]
+    # a 7B model on the same card: the fraction that fits in the free memory leads
+    small = diagnose(log.replace("Qwen3.6-35B-A3B", "Qwen2.5-1.5B-Instruct")).diagnoses[0]
+    assert small.remedies[0].action == "lower_gpu_memory_utilization"

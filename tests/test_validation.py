@@ -149,6 +149,10 @@ KNOWN_MISSES = {
     "3339-": "a V1 traceback cut at initialize_from_config after capture: eager mode, fewer sequences and a lower fraction all fit",
     "3365-": "one banner line after the wrapper's command: only the thread says the server started",
     "3369-": "the excerpt stops after the profile's debug lines: only the thread says the server started",
+    "3433-": "the trainer dies on a wandb key after vLLM's profiling: the file shows no start-up outcome to set against it",
+    "3436-": "the error is cut to 'raise ValueErro' under an Ascend patch: only the PR says it was the length",
+    "3461-": "the engine was killed (host RAM, per the reporter); the thread's fix was a shorter default length",
+    "3464-": "a traceback cut in Ascend graph capture: read as a low OOM guess with eager mode first; the label asks for the error",
 }
 
 

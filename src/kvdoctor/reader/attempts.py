@@ -353,8 +353,10 @@ _PHASE_FRAMES = (
             "create_weights",
             "_load_",
             "weight_loader",
-            "get_model",
-            "initialize_model",
+            # ("=": the function's whole name: initialize_model_parallel sets up NCCL, and
+            # get_model_architecture inspects the config, neither loads weights)
+            "=get_model",
+            "=initialize_model",
         ),
     ),
 )
@@ -378,8 +380,15 @@ def _frame_of_phase(frames: list[Event]) -> tuple[str, Event] | None:
             continue
         if "model_executor/models/" in where and where.endswith(" __init__"):
             return "weight_loading", frame  # a model's layers are created (and their weights allocated) in __init__
+        function = frame.fields.get("function", "")
         for phase, names in _PHASE_FRAMES:
-            if any(n in where for n in names):
+            if any(n[1:] == function if n[:1] == "=" else n in where for n in names):
+                if function == "_dummy_run":
+                    # V1 runs the same dummy batch to profile and to capture each graph: a
+                    # capture frame further out says which
+                    outer = _frame_of_phase(frames[: frames.index(frame)])
+                    if outer is not None and outer[0] == "cuda_graph_capture":
+                        return outer
                 return phase, frame
     for frame in reversed(frames):
         # no step named, but the model's own forward ran: before the KV cache exists the only
@@ -605,8 +614,12 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
         if e.kind == "serving" and (e.text != SERVED or first_fatal is None or e.line < first_fatal)
     ]
     # serving, unless something fatal came after it (uvicorn's "Application startup complete"
-    # precedes the port bind, corpus val-other 006)
-    started = bool(serving) and not any(e.line > serving[-1].line for e in fatal)
+    # precedes the port bind, corpus val-other 006); what fails after the server was told to shut
+    # down (SIGTERM, then "EngineDeadError" as the engine is torn down) is the teardown's
+    stop = next(
+        (e.line for e in attempt.events if e.kind == "shutdown" and serving and e.line > serving[-1].line), None
+    )
+    started = bool(serving) and not any(e.line > serving[-1].line and (stop is None or e.line < stop) for e in fatal)
     at_work = [e for e in fatal if e.kind == "frame" and e.fields.get("function") in _BUSY_LOOP]
     if at_work and not started and _sized_kv(attempt):
         # the traceback runs through the engine's step loop: start-up was over and the engine was

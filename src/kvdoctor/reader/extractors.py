@@ -192,7 +192,8 @@ def _free_summary(m: re.Match[str]) -> Fields:
         found = re.search(pattern, text)
         if found:
             fields[name] = float(found.group(1))
-    kv = re.search(r"kv cache memory in use is (-?\d+(?:\.\d+)?)( GiB| bytes)?", text)
+    # (vllm-ascend's worker: "… to fully utilize NPU free memory. Current KV cache memory: 7.03 GiB.")
+    kv = re.search(r"(?i:kv cache memory in use is|Current KV cache memory:) (-?\d+(?:\.\d+)?)( GiB| bytes)?", text)
     if kv:
         value = float(kv.group(1))
         fields["kv_cache_gib"] = value if (kv.group(2) or "").strip() == "GiB" else bytes_or_gib(kv.group(1))
@@ -587,10 +588,13 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # "Killed" (bash: "line 1:  4242 Killed  python …"), Kubernetes' OOMKilled, exit code 137
     Extractor(
         "process_killed",
-        ("Killed", "exit code 137", "exited with code 137", "exit code: 137"),
+        ("Killed", "exit code 137", "exited with code 137", "exit code: 137", "main process disappeared"),
         _F(
             r"(?:^|\|)\s*(?:[\w./-]+: line \d+:\s+\d+\s+)?Killed(?::? 9)?(?:\s+(?:python|vllm|\$).*)?\s*$"
             r"|\bOOMKilled\b|\bexit(?:ed with)? code:? 137\b"
+            # Ascend's kernel compiler (TBE) workers outliving the engine: "[ERROR] TBE
+            # Subprocess[task_distribute] raise error[], main process disappeared!"
+            r"|TBE Subprocess\[\w+\] raise error\[\], main process disappeared"
         ),
         _nothing,
     ),
@@ -715,6 +719,11 @@ EXTRACTORS: tuple[Extractor, ...] = (
             # a wrapper's own launcher with vLLM's flags ("python3 server_vllm.py --model … --tensor-parallel-size 1")
             "--tensor-parallel-size",
             "--max-num-seqs",
+            # an argv printed as a Python list, flags in either spelling (`'--max_model_len', '131072'`)
+            "'--max_model_len'",
+            "'--gpu_memory_utilization'",
+            "'--max-model-len'",
+            "'--gpu-memory-utilization'",
         ),
         _F(r"^"),
         _command,
@@ -1156,8 +1165,18 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # a server that was shut down (so a later start-up in the same log is not competing with it)
     Extractor(
         "shutdown",
-        ("Shutting down", "Finished server process", "Waiting for application shutdown"),
-        _F(r"Shutting down|Finished server process|Waiting for application shutdown"),
+        # (0.2x: "[shutdown] EngineCore: trigger received signal=SIGTERM", "… shutdown triggered")
+        (
+            "Shutting down",
+            "Finished server process",
+            "Waiting for application shutdown",
+            "signal=SIG",
+            "shutdown triggered",
+        ),
+        _F(
+            r"Shutting down|Finished server process|Waiting for application shutdown|received signal=SIG(?:TERM|INT)"
+            r"|\[shutdown\] .*shutdown triggered"
+        ),
         _nothing,
     ),
     # worker wrappers that carry the root cause or the failing step (V0 multiproc / Ray)

@@ -43,6 +43,12 @@ _CODE_LINE = re.compile(r"^\s*(?:raise|return|assert|await|yield|import|from|def
 _KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")  # a Kubernetes/glog record header (peeled off the text)
 
 
+def _open_list(previous: Line) -> bool:
+    """The line opens a Python list of strings that it does not close (`['serve',`)."""
+    text = previous.text.lstrip()
+    return text[:2] in ("['", '["') and text.count("[") > text.count("]")
+
+
 def _finished(previous: Line, line: Line) -> bool:
     """The message above ended a sentence and this line starts in lower case: another program's
     line (a wrapper's goodbye), not the rest of the message (a wrapped sentence goes on mid-way,
@@ -77,6 +83,12 @@ def _continues(previous: Line, line: Line, joined: int) -> bool:
         return False  # a new vLLM (or Kubernetes) record
     if previous.text.endswith("\\"):
         return joined < MAX_COMMAND_JOIN
+    if (
+        _open_list(previous)
+        and line.text.lstrip()[:1] in ("'", '"', "]")
+        and line.origin.proc in (None, previous.origin.proc)
+    ):
+        return joined < MAX_COMMAND_JOIN  # a list pretty-printed one item per line (an argv)
     if joined >= MAX_JOIN or not line.text.strip():
         return False
     if line.origin.proc is not None and line.origin.proc != previous.origin.proc:

@@ -487,7 +487,11 @@ SERVED = "<vLLM served requests: stats or access-log lines>"
 
 def is_serving(text: str | bytes) -> bool:
     markers = _SERVING_BYTES if isinstance(text, bytes) else SERVING_MARKERS
-    return any(marker in text for marker in markers)  # type: ignore[operator]
+    if not any(marker in text for marker in markers):  # type: ignore[operator]
+        return False
+    # (the stats logger also prints the KV cache's size once, at start-up: "Engine 000: vllm
+    # cache_config_info with initialization after num_gpu_blocks is: 3518")
+    return (b"cache_config_info" if isinstance(text, bytes) else "cache_config_info") not in text  # type: ignore[operator]
 
 
 def normalise(raw_lines: Iterable[bytes | str | tuple[int, bytes]], start: int = 1) -> Iterator[Line]:

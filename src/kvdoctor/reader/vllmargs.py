@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 
 TYPE_CHECKING = False
@@ -112,15 +113,24 @@ _FLAG_WORDS = (
 
 
 def is_vllm_command(text: str) -> bool:
-    """A launch command, or flags kept in a variable (`VLLM_ARGS=--model=… --max-model-len=…`)."""
+    """A launch command, or flags kept in a variable (`VLLM_ARGS=--model=… --max-model-len=…`),
+    or an argv a launcher printed as a Python list (`['serve', 'm', '--max_model_len', '131072']`)."""
     if any(marker in text for marker in _LAUNCHERS) and " --" in text or "vllm serve " in text:
         return True
+    text = text.replace("_", "-") if _ARGV_LIST.match(text) else text
     return sum(flag in text for flag in _FLAG_WORDS) >= 2
+
+
+# an argv printed as a Python list (verl's vLLMHttpServer pretty-prints the one it launches)
+_ARGV_LIST = re.compile(r"^\s*\[\s*'[^']*',")
+_LIST_ITEM = re.compile(r"'([^']*)'")
 
 
 def parse_command_line(text: str) -> dict[str, Any]:
     """Facts from a pasted shell command ("$ vllm serve m --max-model-len 4096 …")."""
     text = text.lstrip("$# ").strip()
+    if _ARGV_LIST.match(text):
+        return parse_vllm_argv(_LIST_ITEM.findall(text))
     try:
         argv = shlex.split(text, comments=False)
     except ValueError:
