@@ -86,7 +86,7 @@ def test_figureless_no_kv_on_a_named_card_reconstructs_the_budget_and_marks_it_e
         [
             "Running on a single NVIDIA T4",
             "INFO 06-21 10:00:10 llm_engine.py:72] Initializing an LLM engine with config: "
-            "model='lmsys/vicuna-13b-v1.5', dtype=torch.float16, max_seq_len=4096, tensor_parallel_size=1",
+            "model='lmsys/vicuna-13b-v1.3', dtype=torch.float16, max_seq_len=4096, tensor_parallel_size=1",
             NO_KV,
         ]
     )

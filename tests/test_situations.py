@@ -1017,3 +1017,20 @@ def test_a_free_memory_shortfall_for_a_model_no_card_of_this_size_holds_leads_wi
     # a 7B model on the same card: the fraction that fits in the free memory leads
     small = diagnose(log.replace("Qwen3.6-35B-A3B", "Qwen2.5-1.5B-Instruct")).diagnoses[0]
     assert small.remedies[0].action == "lower_gpu_memory_utilization"
+
+
+def test_an_hour_of_worker_waits_after_the_kv_cache_is_a_stalled_start_up_not_a_healthy_one() -> None:
+    wait = (
+        "(EngineCore pid=7) INFO 10-09 {} [shm_broadcast.py:812] No available shared memory broadcast block "
+        "found in 60 seconds. This typically happens when some processes are hanging or doing some "
+        "time-consuming work (e.g. compilation, weight/kv cache quantization)."
+    )
+    lines = ["(EngineCore pid=7) INFO 10-09 11:10:39 [kv_cache_utils.py:1] GPU KV cache size: 186,898 tokens"]
+    lines += [wait.format(f"{11 + m // 60}:{m % 60:02d}:47") for m in range(11, 70)]
+    report = diagnose("\n".join(lines))
+    top = report.diagnoses[0]
+    assert (report.verdict, top.rule, top.remedies[0].action) == ("other", "start-up-stalled", "collect_more_log")
+    assert report.facts["stalled_minutes"] == 58.0
+    # two minutes of waiting, then the server serves: healthy
+    served = "\n".join([*lines[:3], "(APIServer pid=1) INFO:     Application startup complete."])
+    assert diagnose(served).verdict == "healthy"

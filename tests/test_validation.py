@@ -153,6 +153,13 @@ KNOWN_MISSES = {
     "3436-": "the error is cut to 'raise ValueErro' under an Ascend patch: only the PR says it was the length",
     "3461-": "the engine was killed (host RAM, per the reporter); the thread's fix was a shorter default length",
     "3464-": "a traceback cut in Ascend graph capture: read as a low OOM guess with eager mode first; the label asks for the error",
+    "3502-": "Ray waits for GPUs a TP-4 placement group cannot get: more GPUs and a smaller TP both work; the label lowers TP",
+    "3512-": "fp16 weights barely fit a 16 GiB card with no total printed: a raised fraction and a 4-bit checkpoint both read right; the repo quantized",
+    "3514-": "a relaunch loop: the failing first run is followed by the same command starting healthy, and the later run is the verdict",
+    "3535-": "the log stops during weight loading with no error: only the repo's later runs suggest a kill",
+    "3539-": "the engine fails on its first LoRA request after a healthy start-up: the label is the request's crash",
+    "3569-": "an hour of worker waits after capture reads as a stall, but the file's prose quotes 'Application startup complete'",
+    "3571-": "the Neuron engine starts, then fails on its first request: the label is the request's crash",
 }
 
 

@@ -198,6 +198,7 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         # (+0.5 GiB: fragmentation and what the estimate leaves out)
         need = weights + ctx.overheads(ctx.tp) + _one_request_gib(ctx, layout, per_token) + 0.5
         out["min_utilization_for_model"] = round(min(1.0, math.ceil(need / ctx.total * 100) / 100), 2)
+        _length_at_safe_fraction(ctx, out, facts, weights, layout)
     kv_gib = logged_gib
     if ctx.total and ctx.util:
         budget = ctx.total * ctx.util
@@ -218,6 +219,21 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         if fp8 is not None:
             out["kv_cache_tokens_fp8"] = fp8
     return out
+
+
+def _length_at_safe_fraction(
+    ctx: _Ctx, out: dict[str, object], facts: Mapping[str, object], weights: float, layout: KvLayout | None
+) -> None:
+    """The longest length that still fits when the fraction is lowered into the free memory
+    (`max_safe_utilization`), where the length asked for does not: the fraction and the length
+    together pass the start-up check and leave one request its KV cache."""
+    safe = _num(facts, "max_safe_utilization")
+    if safe is None or layout is None or not layout.bytes_per_token or not ctx.max_model_len or ctx.total is None:
+        return
+    kv_gib = safe * ctx.total - weights - ctx.overheads(ctx.tp) - 0.5
+    tokens = int(kv_gib * GIB / layout.bytes_per_token) // 256 * 256
+    if 1024 <= tokens < ctx.max_model_len:
+        out["max_model_len_at_safe_utilization"] = tokens
 
 
 def _one_request_gib(ctx: _Ctx, layout: KvLayout | None, per_token: int | None) -> float:

@@ -616,10 +616,20 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
     # serving, unless something fatal came after it (uvicorn's "Application startup complete"
     # precedes the port bind, corpus val-other 006); what fails after the server was told to shut
     # down (SIGTERM, then "EngineDeadError" as the engine is torn down) is the teardown's
+    # (and a request that raised in the API server after start-up is a request-time error)
     stop = next(
-        (e.line for e in attempt.events if e.kind == "shutdown" and serving and e.line > serving[-1].line), None
+        (
+            e
+            for e in attempt.events
+            if e.kind in ("shutdown", "request_error") and serving and e.line > serving[-1].line
+        ),
+        None,
     )
-    started = bool(serving) and not any(e.line > serving[-1].line and (stop is None or e.line < stop) for e in fatal)
+    started = bool(serving) and not any(
+        e.line > serving[-1].line and (stop is None or e.line < stop.line) for e in fatal
+    )
+    if started and stop is not None and stop.kind == "request_error" and any(e.line > stop.line for e in fatal):
+        sink.put("failed_while_serving", "an API request (Exception in ASGI application)", stop, rank=2)
     at_work = [e for e in fatal if e.kind == "frame" and e.fields.get("function") in _BUSY_LOOP]
     if at_work and not started and _sized_kv(attempt):
         # the traceback runs through the engine's step loop: start-up was over and the engine was
@@ -627,6 +637,27 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
         started = True
         sink.put("failed_while_serving", at_work[0].fields["function"], at_work[0], rank=3)
     sink.put("started", started, None, rank=1, source="derived", derived=True)
+    waits = [e for e in attempt.events if e.kind == "worker_wait"]
+    if waits and not started and not fatal:
+        # the engine waited on a silent worker, minute after minute, and the log ends there
+        span = _minutes_between(waits[0].origin.stamp, waits[-1].origin.stamp)
+        seconds = sum(float(e.fields.get("seconds", 60)) for e in waits)
+        stalled = max(span or 0.0, seconds / 60 if span is None else 0.0)
+        sink.put("stalled_minutes", round(stalled, 1), waits[-1], rank=1)
+    if fatal and not started:
+        # another server's shutdown lines among this one's (a new pid): the previous server of a
+        # restart loop was still letting go of its memory while this one started
+        failing = {e.origin.pid for e in fatal if e.origin.pid is not None}
+        exiting = next(
+            (
+                e
+                for e in attempt.events
+                if e.kind == "shutdown" and e.origin.pid is not None and failing and e.origin.pid not in failing
+            ),
+            None,
+        )
+        if exiting is not None:
+            sink.put("other_server_exiting", exiting.origin.pid, exiting, rank=2)
     sink.put("failed", bool(fatal), None, rank=1, source="derived", derived=True)
     reached = sink.facts.get("last_phase")
     if not started and not fatal and reached is not None:
@@ -681,6 +712,20 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
 
 
 _KV_SIZED = ("gpu_blocks", "kv_cache_size", "available_kv_memory", "startup_memory_summary", "serving")
+
+
+def _minutes_between(first: str | None, last: str | None) -> float | None:
+    """Minutes from one header stamp ("10-09 11:10:47") to a later one on the same day, or None."""
+    if not first or not last or first[:5] != last[:5]:
+        return None
+    try:
+        a = [int(x) for x in first[-8:].split(":")]
+        b = [int(x) for x in last[-8:].split(":")]
+    except ValueError:
+        return None
+    if len(a) != 3 or len(b) != 3:
+        return None
+    return ((b[0] - a[0]) * 3600 + (b[1] - a[1]) * 60 + (b[2] - a[2])) / 60
 
 
 # RL frameworks whose rollout engine shares the GPU with the trainer (their package in a frame's path)
@@ -787,6 +832,7 @@ def _metal_reservation(sink: _FactSink, values: dict[str, float]) -> None:
 def attempt_facts(attempt: Attempt) -> Facts:
     sink = _FactSink()
     metal: dict[str, float] = {}  # vllm-metal's budget, gathered over its lines
+    graph_profiled = any(e.kind == "graph_estimate" for e in attempt.events)
     for event in attempt.events:
         if event.kind in _CONFIG_KINDS:
             rank = _CONFIG_KINDS[event.kind]
@@ -821,6 +867,8 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("unified_memory_device", event.fields["device"], event, rank=1)
         elif event.kind == "logo_model" or (event.kind == "version" and "model" in event.fields):
             sink.put("model", event.fields["model"], event, rank=2)
+        elif event.kind == "blocks_override" and event.fields.get("computed_blocks") == 0 and graph_profiled:
+            continue  # 0.18+: the CUDA-graph memory profile runs on a dummy KV cache of 512 blocks
         else:
             _figure_facts(sink, event)
     _metal_reservation(sink, metal)

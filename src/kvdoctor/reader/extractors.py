@@ -609,11 +609,13 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "libcuda.so",
             "No CUDA GPUs are available",
             "Found no NVIDIA driver",
+            "Device string must not be empty",
         ),
         _F(
             r"(No platform detected, vLLM is running on UnspecifiedPlatform|NVML Shared Library Not Found|"
             r"Can't initialize NVML|Failed to infer device type|libcuda\.so(?:\.1)?: cannot open shared object|"
-            r"No CUDA GPUs are available|Found no NVIDIA driver)"
+            # (0.10+: no platform detected, so DeviceConfig's device type is "")
+            r"No CUDA GPUs are available|Found no NVIDIA driver|Device string must not be empty)"
         ),
         lambda m: {"reason": m.group(1)},
     ),
@@ -1162,6 +1164,24 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         _nothing,
     ),
+    # V1's engine waiting on a worker that does not answer, printed once a minute while it waits
+    # ("No available shared memory broadcast block found in 60 seconds. This typically happens
+    # when some processes are hanging …")
+    Extractor(
+        "worker_wait",
+        ("No available shared memory broadcast block",),
+        _F(r"No available shared memory broadcast block found in (\d+(?:\.\d+)?) seconds?"),
+        lambda m: {"seconds": float(m.group(1))},
+    ),
+    # Ctrl-C: Python ends the traceback with the bare exception name
+    Extractor(
+        "exception",
+        ("KeyboardInterrupt",),
+        _F(r"^\s*KeyboardInterrupt\s*$"),
+        lambda m: {"type": "KeyboardInterrupt", "message": "interrupted (Ctrl-C or SIGINT)"},
+    ),
+    # uvicorn reporting a request that raised inside the API server: the server was up and serving
+    Extractor("request_error", ("Exception in ASGI application",), _F(r"Exception in ASGI application"), _nothing),
     # a server that was shut down (so a later start-up in the same log is not competing with it)
     Extractor(
         "shutdown",

@@ -155,6 +155,7 @@ KNOWN_FACTS = frozenset(
         "gpu_count",
         "others_charged_possible",
         "min_utilization_for_model",
+        "max_model_len_at_safe_utilization",
         "min_total_gib_to_fit_by_raising",
         "default_seqs_1024_possible",
         "total_gpu_gib_basis",
@@ -180,6 +181,8 @@ KNOWN_FACTS = frozenset(
         "budget_shortfall_estimate_gib",
         "utilization_default",
         "earlier_instance_running",
+        "other_server_exiting",
+        "stalled_minutes",
         "kv_cache_gib_rank_spread",
         "gpu_memory_utilization_note",
     }

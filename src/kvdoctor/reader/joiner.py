@@ -43,6 +43,15 @@ _CODE_LINE = re.compile(r"^\s*(?:raise|return|assert|await|yield|import|from|def
 _KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")  # a Kubernetes/glog record header (peeled off the text)
 
 
+def _rest_of_record(previous: Line, line: Line) -> bool:
+    """A vLLM record broken mid-sentence, its rest on the next line after one space (a log file
+    written through a wrapping pipe: "… Graph capturing finished in 11" / " secs, took 1.00 GiB")."""
+    if previous.origin.level is None or _own_prefix(line) or previous.text.rstrip()[-1:] in (".", "!", "?", ""):
+        return False
+    raw = line.raw
+    return raw[:1] == " " and bool(_WRAP_START.match(raw[1:2])) and not _CODE_LINE.match(raw)
+
+
 def _open_list(previous: Line) -> bool:
     """The line opens a Python list of strings that it does not close (`['serve',`)."""
     text = previous.text.lstrip()
@@ -96,6 +105,8 @@ def _continues(previous: Line, line: Line, joined: int) -> bool:
     if _KNOWN_CONTINUATION.match(line.text):
         return True
     if previous.text[-1:].isdigit() and _UNIT_START.match(line.text):
+        return True
+    if _rest_of_record(previous, line):
         return True
     if _terminal_wrap(previous, line) and not _NEW_RECORD.match(line.text):
         return True
