@@ -1034,3 +1034,20 @@ def test_an_hour_of_worker_waits_after_the_kv_cache_is_a_stalled_start_up_not_a_
     # two minutes of waiting, then the server serves: healthy
     served = "\n".join([*lines[:3], "(APIServer pid=1) INFO:     Application startup complete."])
     assert diagnose(served).verdict == "healthy"
+
+
+def test_an_oom_quoted_above_frames_that_name_the_kv_allocation_is_diagnosed_there() -> None:
+    # the OOM text (a title) above a worker's frames: the frames name the step, and the guess that
+    # an unnamed OOM was the weights no longer applies
+    log = "\n".join(
+        [
+            "RuntimeError: Worker with error 'NPU out of memory.",
+            "(Worker_TP0 pid=22152) ERROR 10-02 05:47:55 [multiproc_executor.py:671]   File \"/vllm-workspace/vllm-ascend/vllm_ascend/worker/worker_v1.py\", line 336, in initialize_from_config",
+            "(Worker_TP0 pid=22152) ERROR 10-02 05:47:55 [multiproc_executor.py:671]     self.model_runner.initialize_kv_cache(kv_cache_config)",
+            "(Worker_TP0 pid=22152) ERROR 10-02 05:47:55 [multiproc_executor.py:671]   File \"/vllm-workspace/vllm-ascend/vllm_ascend/worker/model_runner_v1.py\", line 2709, in initialize_kv_cache",
+        ]
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.facts["oom_phase"]) == ("cuda_oom", "kv_cache_allocation")
+    assert "oom_phase_inferred" not in report.facts
+    assert report.diagnoses[0].remedies[0].action == "lower_gpu_memory_utilization"

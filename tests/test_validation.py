@@ -122,7 +122,6 @@ KNOWN_MISSES = {
     "2962-": "no error line: that it ran out of memory is only the reporter's word",
     "2965-": "only MoE-config warnings: that the Jetson server went on to serve is in the post's prose",
     "3065-": "an Ascend OOM in the video encoder whose step the thread never settled: the label asks for more",
-    "3066-": "the NPU OOM text is only in the issue title; the file's traceback stops in the KV allocation",
     "3101-": "two Ray workers' OOM lines with no step and no fix in the thread: the label asks for more",
     "3102-": "a Gaudi start-up that hangs after its weights, with no error: only the thread calls it a failure",
     "3132-": "a traceback cut in CUDA graph capture: eager mode and a lower fraction both avoid it; the label lowers",

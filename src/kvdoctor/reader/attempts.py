@@ -432,6 +432,7 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
         found = _frame_of_phase(own) if own else None
         if found is not None and (oom is None or oom.value != found[0]):
             sink.put("oom_phase", found[0], found[1], rank=4)
+            oom = sink.facts.get("oom_phase")
     if (
         oom is not None
         and oom.value == "unknown"
