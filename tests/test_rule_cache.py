@@ -69,7 +69,7 @@ def test_a_broken_file_is_reported_not_served_from_the_cache(rules_dir: Path, tm
     _load(rules_dir, cache)
     path = rules_dir / "healthy.yaml"
     path.write_text(
-        path.read_text(encoding="utf-8").replace("when: started", "when: started and and"), encoding="utf-8"
+        path.read_text(encoding="utf-8").replace("when: coalesce(", "when: and and coalesce("), encoding="utf-8"
     )
     with pytest.raises(RuleLoadError) as err:
         _load(rules_dir, cache)

@@ -1042,12 +1042,40 @@ def test_an_oom_quoted_above_frames_that_name_the_kv_allocation_is_diagnosed_the
     log = "\n".join(
         [
             "RuntimeError: Worker with error 'NPU out of memory.",
-            "(Worker_TP0 pid=22152) ERROR 10-02 05:47:55 [multiproc_executor.py:671]   File \"/vllm-workspace/vllm-ascend/vllm_ascend/worker/worker_v1.py\", line 336, in initialize_from_config",
+            '(Worker_TP0 pid=22152) ERROR 10-02 05:47:55 [multiproc_executor.py:671]   File "/vllm-workspace/vllm-ascend/vllm_ascend/worker/worker_v1.py", line 336, in initialize_from_config',
             "(Worker_TP0 pid=22152) ERROR 10-02 05:47:55 [multiproc_executor.py:671]     self.model_runner.initialize_kv_cache(kv_cache_config)",
-            "(Worker_TP0 pid=22152) ERROR 10-02 05:47:55 [multiproc_executor.py:671]   File \"/vllm-workspace/vllm-ascend/vllm_ascend/worker/model_runner_v1.py\", line 2709, in initialize_kv_cache",
+            '(Worker_TP0 pid=22152) ERROR 10-02 05:47:55 [multiproc_executor.py:671]   File "/vllm-workspace/vllm-ascend/vllm_ascend/worker/model_runner_v1.py", line 2709, in initialize_kv_cache',
         ]
     )
     report = diagnose(log)
     assert (report.verdict, report.facts["oom_phase"]) == ("cuda_oom", "kv_cache_allocation")
     assert "oom_phase_inferred" not in report.facts
     assert report.diagnoses[0].remedies[0].action == "lower_gpu_memory_utilization"
+
+
+def test_an_engine_that_dumps_its_input_failed_on_a_scheduled_batch_after_start_up() -> None:
+    log = "\n".join(
+        [
+            "ERROR 08-22 15:25:08 [dump_input.py:69] Dumping input data",
+            "ERROR 08-22 15:25:08 [dump_input.py:71] V1 LLM engine (v0.9.1) with config: model='/data/qwen3-32B', speculative_config=SpeculativeConfig(method='ngram', model=None, num_spec_tokens=10)",
+            'ERROR 08-22 15:25:08 [core.py:517]   File "/opt/conda/lib/python3.10/site-packages/vllm/v1/worker/gpu_model_runner.py", line 1356, in execute_model',
+            'ERROR 08-22 15:25:08 [core.py:517]   File "/opt/conda/lib/python3.10/site-packages/vllm/v1/sample/rejection_sampler.py", line 205, in rejection_sample',
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    # not a sampler warm-up OOM: the scheduler built this batch, so start-up was over
+    assert (report.verdict, top.rule) == ("healthy", "healthy-served")
+    assert "request-time failure" in top.explanation
+
+
+def test_kunluns_collective_library_failing_is_the_environment() -> None:
+    log = "\n".join(
+        [
+            "[XCCL][init.cpp:1227] host 10.0.0.5 addr_window check failed",
+            "ValueError: [INVALID PARAMETER]: error code= 1(at .../torch_xmlir/csrc/new_xccl/XCCLUtils.hpp:53)",
+            "RuntimeError: Engine core initialization failed. See root cause above.",
+        ]
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_environment")

@@ -159,6 +159,14 @@ KNOWN_MISSES = {
     "3539-": "the engine fails on its first LoRA request after a healthy start-up: the label is the request's crash",
     "3569-": "an hour of worker waits after capture reads as a stall, but the file's prose quotes 'Application startup complete'",
     "3571-": "the Neuron engine starts, then fails on its first request: the label is the request's crash",
+    "3603-": "a GB10 free-memory shortfall with room for the model at a smaller fraction: freeing and lowering both work; the repo freed",
+    "3604-": "two attempts joined: the later one (0.75) is read, the label's figures are the first (0.85); fp16 LLaVA on 16 GiB",
+    "3605-": "a co-tenant's start-up made the first attempt fail; the restart with the same flags is healthy, and the later run is the verdict",
+    "3631-": "56.6 GiB of weights per rank with no card named: an 80 GiB card would fit them; the thread's NPU has 61 GiB",
+    "3632-": "a Kunlun kernel check fails for a 1024-sequence warm-up batch: only the reporter ties it to max_num_seqs",
+    "3635-": "an Ascend attention mask of max_model_len² allocated for a request: nothing in the file ties the OOM to the length",
+    "3636-": "a speculative-decoding sampler error on the first request after start-up: the label is the request's crash",
+    "3637-": "an illegal memory access in a Kunlun warm-up kernel: the environment and a bug both fit; the label asks for more",
 }
 
 

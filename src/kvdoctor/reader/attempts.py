@@ -631,6 +631,11 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
     )
     if started and stop is not None and stop.kind == "request_error" and any(e.line > stop.line for e in fatal):
         sink.put("failed_while_serving", "an API request (Exception in ASGI application)", stop, rank=2)
+    dump = next((e for e in attempt.events if e.kind == "request_error" and "Dumping input data" in e.text), None)
+    if dump is not None and not started and not any(e.line < dump.line for e in fatal if e.kind != "frame"):
+        # the engine's step raised on a batch the scheduler built: start-up was over
+        started = True
+        sink.put("failed_while_serving", "the engine step on a scheduled batch, whose input it dumped", dump, rank=2)
     at_work = [e for e in fatal if e.kind == "frame" and e.fields.get("function") in _BUSY_LOOP]
     if at_work and not started and _sized_kv(attempt):
         # the traceback runs through the engine's step loop: start-up was over and the engine was

@@ -1180,8 +1180,15 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"^\s*KeyboardInterrupt\s*$"),
         lambda m: {"type": "KeyboardInterrupt", "message": "interrupted (Ctrl-C or SIGINT)"},
     ),
-    # uvicorn reporting a request that raised inside the API server: the server was up and serving
-    Extractor("request_error", ("Exception in ASGI application",), _F(r"Exception in ASGI application"), _nothing),
+    # uvicorn reporting a request that raised inside the API server: the server was up and serving;
+    # V1's engine dumping the batch it was running when its step raised (0.9.2+, a scheduled batch:
+    # start-up's dummy runs never go through the scheduler)
+    Extractor(
+        "request_error",
+        ("Exception in ASGI application", "Dumping input data"),
+        _F(r"Exception in ASGI application|Dumping input data"),
+        _nothing,
+    ),
     # a server that was shut down (so a later start-up in the same log is not competing with it)
     Extractor(
         "shutdown",
