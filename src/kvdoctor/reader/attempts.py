@@ -606,64 +606,12 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
         for e in attempt.events
         if (e.kind in FATAL_KINDS or e.kind == "frame") and not _benign(e) and id(e) not in skipped
     ]
-    # the engine at work counts only before any failure: serving lines after one belong to another
-    # instance sharing the log (a start-up inside a long serving log)
-    first_fatal = min((e.line for e in fatal), default=None)
-    serving = [
-        e
-        for e in attempt.events
-        if e.kind == "serving" and (e.text != SERVED or first_fatal is None or e.line < first_fatal)
-    ]
-    # serving, unless something fatal came after it (uvicorn's "Application startup complete"
-    # precedes the port bind, corpus val-other 006); what fails after the server was told to shut
-    # down (SIGTERM, then "EngineDeadError" as the engine is torn down) is the teardown's
-    # (and a request that raised in the API server after start-up is a request-time error)
-    stop = next(
-        (
-            e
-            for e in attempt.events
-            if e.kind in ("shutdown", "request_error") and serving and e.line > serving[-1].line
-        ),
-        None,
-    )
-    started = bool(serving) and not any(
-        e.line > serving[-1].line and (stop is None or e.line < stop.line) for e in fatal
-    )
-    if started and stop is not None and stop.kind == "request_error" and any(e.line > stop.line for e in fatal):
-        sink.put("failed_while_serving", "an API request (Exception in ASGI application)", stop, rank=2)
-    dump = next((e for e in attempt.events if e.kind == "request_error" and "Dumping input data" in e.text), None)
-    if dump is not None and not started and not any(e.line < dump.line for e in fatal if e.kind != "frame"):
-        # the engine's step raised on a batch the scheduler built: start-up was over
-        started = True
-        sink.put("failed_while_serving", "the engine step on a scheduled batch, whose input it dumped", dump, rank=2)
-    at_work = [e for e in fatal if e.kind == "frame" and e.fields.get("function") in _BUSY_LOOP]
-    if at_work and not started and _sized_kv(attempt):
-        # the traceback runs through the engine's step loop: start-up was over and the engine was
-        # serving a request when it failed (a request-time error, round 9)
-        started = True
-        sink.put("failed_while_serving", at_work[0].fields["function"], at_work[0], rank=3)
+    started = _started(sink, attempt, fatal)
     sink.put("started", started, None, rank=1, source="derived", derived=True)
-    waits = [e for e in attempt.events if e.kind == "worker_wait"]
-    if waits and not started and not fatal:
-        # the engine waited on a silent worker, minute after minute, and the log ends there
-        span = _minutes_between(waits[0].origin.stamp, waits[-1].origin.stamp)
-        seconds = sum(float(e.fields.get("seconds", 60)) for e in waits)
-        stalled = max(span or 0.0, seconds / 60 if span is None else 0.0)
-        sink.put("stalled_minutes", round(stalled, 1), waits[-1], rank=1)
+    if not started and not fatal:
+        _stall_facts(sink, attempt)
     if fatal and not started:
-        # another server's shutdown lines among this one's (a new pid): the previous server of a
-        # restart loop was still letting go of its memory while this one started
-        failing = {e.origin.pid for e in fatal if e.origin.pid is not None}
-        exiting = next(
-            (
-                e
-                for e in attempt.events
-                if e.kind == "shutdown" and e.origin.pid is not None and failing and e.origin.pid not in failing
-            ),
-            None,
-        )
-        if exiting is not None:
-            sink.put("other_server_exiting", exiting.origin.pid, exiting, rank=2)
+        _exiting_server_fact(sink, attempt, fatal)
     sink.put("failed", bool(fatal), None, rank=1, source="derived", derived=True)
     reached = sink.facts.get("last_phase")
     if not started and not fatal and reached is not None:
@@ -718,6 +666,81 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
 
 
 _KV_SIZED = ("gpu_blocks", "kv_cache_size", "available_kv_memory", "startup_memory_summary", "serving")
+
+
+def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
+    """The start-up finished: the server said it serves and nothing failed after that, or what
+    failed was a request, the engine's step on a scheduled batch, or the teardown (which say so
+    in `failed_while_serving`)."""
+    # the engine at work counts only before any failure: serving lines after one belong to another
+    # instance sharing the log (a start-up inside a long serving log)
+    first_fatal = min((e.line for e in fatal), default=None)
+    serving = [
+        e
+        for e in attempt.events
+        if e.kind == "serving" and (e.text != SERVED or first_fatal is None or e.line < first_fatal)
+    ]
+    # serving, unless something fatal came after it (uvicorn's "Application startup complete"
+    # precedes the port bind, corpus val-other 006); what fails after the server was told to shut
+    # down (SIGTERM, then "EngineDeadError" as the engine is torn down) is the teardown's, and a
+    # request that raised after start-up is a request-time error
+    stop = next(
+        (
+            e
+            for e in attempt.events
+            if e.kind in ("shutdown", "request_error") and serving and e.line > serving[-1].line
+        ),
+        None,
+    )
+    if serving and not any(e.line > serving[-1].line and (stop is None or e.line < stop.line) for e in fatal):
+        if stop is not None and stop.kind == "request_error" and any(e.line > stop.line for e in fatal):
+            sink.put("failed_while_serving", _ran_when(stop), stop, rank=2)
+        return True
+    dump = next((e for e in attempt.events if e.kind == "request_error" and "Dumping input data" in e.text), None)
+    if dump is not None and not any(e.line < dump.line for e in fatal if e.kind != "frame"):
+        # the engine's step raised on a batch the scheduler built: start-up was over
+        sink.put("failed_while_serving", _ran_when(dump), dump, rank=2)
+        return True
+    at_work = [e for e in fatal if e.kind == "frame" and e.fields.get("function") in _BUSY_LOOP]
+    if at_work and _sized_kv(attempt):
+        # the traceback runs through the engine's step loop: start-up was over and the engine was
+        # serving a request when it failed (a request-time error, round 9)
+        sink.put("failed_while_serving", at_work[0].fields["function"], at_work[0], rank=3)
+        return True
+    return False
+
+
+def _ran_when(marker: Event) -> str:
+    """What a request-time marker says was running when the error came."""
+    if "Dumping input data" in marker.text:
+        return "the engine step on a scheduled batch, whose input it dumped"
+    return "an API request (Exception in ASGI application)"
+
+
+def _stall_facts(sink: _FactSink, attempt: Attempt) -> None:
+    """The engine waited on a silent worker, minute after minute, and the log ends there: how long
+    (from the first wait's start to the last, by the header clock; else the waits added up)."""
+    waits = [e for e in attempt.events if e.kind == "worker_wait"]
+    if not waits:
+        return
+    first = float(waits[0].fields.get("seconds", 60)) / 60
+    span = _minutes_between(waits[0].origin.stamp, waits[-1].origin.stamp)
+    minutes = first + span if span is not None else sum(float(e.fields.get("seconds", 60)) for e in waits) / 60
+    sink.put("stalled_minutes", round(minutes, 1), waits[-1], rank=1)
+
+
+def _exiting_server_fact(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> None:
+    """Another server's shutdown lines among this failing one's (another pid): the previous
+    server of a restart loop was still letting go of its memory while this one started."""
+    failing = {e.origin.pid for e in fatal if e.origin.pid is not None}
+    if not failing:
+        return
+    exiting = next(
+        (e for e in attempt.events if e.kind == "shutdown" and e.origin.pid not in (None, *failing)),
+        None,
+    )
+    if exiting is not None:
+        sink.put("other_server_exiting", exiting.origin.pid, exiting, rank=2)
 
 
 def _minutes_between(first: str | None, last: str | None) -> float | None:
