@@ -84,7 +84,8 @@ def test_trap_is_listed_under_avoid_for_other_process() -> None:
     top = report.diagnoses[0]
     assert (top.klass, top.cause) == ("no_cache_blocks", "other_process")
     assert "raise_gpu_memory_utilization" in [a.action for a in top.avoid]
-    assert top.remedies[0].value == pytest.approx(68.01)
+    # 68.01 GiB in use before the profile run, less (at most) this instance's own 15.83 GiB budget
+    assert top.remedies[0].value == pytest.approx(52.18)
     assert any(e.line for e in top.evidence)
 
 

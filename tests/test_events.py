@@ -97,6 +97,30 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
         "wrapper_setting",
         {"flags": {"gpu_memory_utilization": 0.7861}},
     ),
+    # §9.1 0.32+: weights another process holds for this engine
+    (
+        "ValueError: Externally held weights on device cuda:0 (75.0/79.19 GiB) exceed the desired GPU memory utilization (0.92, 72.85 GiB). Increase GPU memory utilization or reduce GPU memory used by other processes.",
+        "external_weights_error",
+        {
+            "device": "cuda:0",
+            "external_weights_gib": 75.0,
+            "total_gpu_gib": 79.19,
+            "gpu_memory_utilization": 0.92,
+            "requested_gib": 72.85,
+        },
+    ),
+    # §6.3 0.18+: the CUDA-graph memory profile is a step of its own
+    (
+        "(EngineCore pid=2871) INFO 06-15 10:00:55 [gpu_model_runner.py:4500] Profiling CUDA graph memory: PIECEWISE=51 (largest=512), FULL=35 (largest=256)",
+        "phase",
+        {"phase": "cuda_graph_profile"},
+    ),
+    # §6.3 0.20+ with the profile switched off: "increasing", not "increase"
+    (
+        "WARNING 08-19 07:51:03 [gpu_worker.py:355] CUDA graph memory profiling is disabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0). Without it, CUDA graph memory is not accounted for during KV cache allocation, which may require lowering --gpu-memory-utilization to avoid OOM. Consider re-enabling it (the default as of v0.21.0) and increasing --gpu-memory-utilization from 0.9200 to 0.9366.",
+        "graph_util_hint",
+        {"gpu_memory_utilization": 0.92, "suggested_utilization": 0.9366},
+    ),
     # §4.2 V1 budget line, negative too
     (
         "(EngineCore_DP0 pid=563) INFO 12-23 23:34:23 [gpu_worker.py:298] Available KV cache memory: -2.77 GiB",

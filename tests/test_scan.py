@@ -140,7 +140,7 @@ def test_json_document_summary_groups_every_file(logs: Path, capsys: pytest.Capt
     assert summary["by_cause"]["no_cache_blocks/other_process"]["files"] == ["logs/pod-b/021-second-instance.log.gz"]
     assert summary["by_first_remedy"]["lower_max_model_len"]["count"] == 1
     gz = next(f for f in doc["files"] if f["path"].endswith(".gz"))
-    assert gz["diagnosis"]["remedy"] == {"action": "free_gpu_memory", "value": 68.01}
+    assert gz["diagnosis"]["remedy"] == {"action": "free_gpu_memory", "value": 52.18}
     assert gz["model"] == "/models/Qwen2.5-14B-Instruct-GPTQ-Int4" and gz["gpu_total_gib"] == 79.15
 
 

@@ -1079,3 +1079,60 @@ def test_kunluns_collective_library_failing_is_the_environment() -> None:
     )
     report = diagnose(log)
     assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_environment")
+
+
+def test_064s_profile_line_counts_the_weights_once_and_names_no_co_tenant() -> None:
+    # 0.6.4: peak_torch_memory and initial_memory_usage both hold this instance's weights
+    log = "\n".join(
+        [
+            "INFO 11-15 10:00:10 model_runner.py:1072] Loading model weights took 14.9888 GB",
+            "INFO 11-15 10:00:22 worker.py:232] Memory profiling results: total_gpu_memory=22.05GiB "
+            "initial_memory_usage=15.44GiB peak_torch_memory=16.02GiB memory_usage_post_profile=15.90Gib "
+            "non_torch_memory=0.40GiB kv_cache_size=-0.99GiB gpu_memory_utilization=0.70",
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+        ]
+    )
+    report = diagnose(log)
+    assert report.facts["activation_peak_gib"] == 1.03
+    assert report.facts["others_before_profile_gib"] == 0.05
+    top = report.diagnoses[0]
+    assert top.cause != "other_process"
+    assert top.remedies[0].action == "raise_gpu_memory_utilization"
+
+
+def test_an_old_torch_oom_leaves_the_cuda_context_out_of_other_processes() -> None:
+    # torch <= 2.0 prints what PyTorch reserved; the ~1 GiB beside it is this process's context
+    oom = (
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total "
+        "capacity; 14.56 GiB already allocated; 3.44 MiB free; 14.73 GiB reserved in total by PyTorch)"
+    )
+    assert "oom_other_process_gib" not in diagnose(oom).facts
+    held = oom.replace("14.73 GiB reserved", "8.73 GiB reserved").replace("14.56 GiB already", "8.56 GiB already")
+    assert diagnose(held).facts["oom_other_process_gib"] == 7.047
+
+
+def test_an_oom_in_the_old_profiling_step_is_the_profile_run() -> None:
+    log = "\n".join(
+        [
+            "Traceback (most recent call last):",
+            '  File "/usr/lib/python3/dist-packages/vllm/worker/worker.py", line 99, in profile_num_available_blocks',
+            "    self.model_runner.profile_run()",
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 39.39 GiB total capacity; 36.10 GiB already allocated; 1.02 GiB free; 37.12 GiB reserved in total by PyTorch)",
+        ]
+    )
+    assert diagnose(log).facts["oom_phase"] == "profile_run"
+
+
+def test_shared_weights_that_exceed_the_fraction_lead_with_a_higher_one() -> None:
+    log = (
+        "ValueError: Externally held weights on device cuda:0 (60.0/79.19 GiB) exceed the desired GPU memory "
+        "utilization (0.72, 57.02 GiB). Increase GPU memory utilization or reduce GPU memory used by other processes."
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (report.verdict, top.remedies[0].action, top.remedies[0].value) == (
+        "insufficient_free_memory_at_startup",
+        "raise_gpu_memory_utilization",
+        0.8,
+    )
+    assert "lower_gpu_memory_utilization" in [a.action for a in top.avoid]

@@ -33,6 +33,7 @@ MEMORY_ERROR_KINDS = frozenset(
         "profiling_assert",
         "mamba_blocks_error",
         "auto_fit_error",
+        "external_weights_error",
     }
 )
 FATAL_KINDS = MEMORY_ERROR_KINDS | {"batched_tokens_error", "engine_failed", "exception", "traceback"}
@@ -258,6 +259,7 @@ _SIMPLE_FIGURES = tuple(n for n in FIGURES if n != "max_model_len") + (
     "suggested_utilization",
     "kv_cache_memory_bytes_to_fit",
     "kv_cache_memory_bytes_full",
+    "external_weights_gib",
 )
 
 
@@ -279,7 +281,8 @@ def _figure_facts(sink: _FactSink, event: Event) -> None:
     if kind == "profile_v064":
         for key, name in (
             ("total_gpu_memory", "total_gpu_gib"),
-            ("peak_torch_memory", "activation_peak_gib"),
+            # (the allocator's whole peak, the weights in it: derive.py takes the weights out)
+            ("peak_torch_memory", "torch_peak_gib"),
             ("non_torch_memory", "non_torch_gib"),
             ("kv_cache_size", "kv_cache_gib"),
             ("gpu_memory_utilization", "gpu_memory_utilization"),
@@ -340,6 +343,7 @@ _PHASE_FRAMES = (
         (
             "profile_run",
             "determine_num_available_blocks",
+            "profile_num_available_blocks",
             "determine_available_memory",
             "_dummy_run",
             "profile_cudagraph_memory",
@@ -522,9 +526,11 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
         sink.put("oom_other_pids", [p["pid"] for p in f["processes"]], event, rank=3)
     if "process_gib" not in f and {"total_gpu_gib", "this_process_gib", "free_gib"} <= f.keys():
         # torch <= 2.0 names no other process: what neither this process reserved nor is free is
-        # held by someone else ("44.56 GiB total capacity; … 565 MiB free; 27.93 GiB reserved")
+        # held by someone else ("44.56 GiB total capacity; … 565 MiB free; 27.93 GiB reserved"),
+        # less this process's own CUDA context and NCCL/cuBLAS buffers, which PyTorch's reserved
+        # pool leaves out (0.5-2 GiB): only more than that is another process's
         others = f["total_gpu_gib"] - f["this_process_gib"] - f["free_gib"]
-        if others >= 1.0:
+        if others >= max(2.5, 0.08 * f["total_gpu_gib"]):
             sink.put("oom_other_process_gib", round(others, 3), event, rank=2, source="derived", derived=True)
     if "total_gpu_gib" in f:
         sink.put("total_gpu_gib", f["total_gpu_gib"], event, rank=1)

@@ -68,6 +68,7 @@ def derive(facts: Facts) -> Facts:
     total, util = _v(out, "total_gpu_gib"), _v(out, "gpu_memory_utilization")
     if total is not None and util is not None:
         _put(out, "budget_gib", total * util)
+    _v064_terms(out)
     _budget_terms(out)
     _raise_needs(out)
     _other_processes(out)
@@ -124,13 +125,16 @@ def _cotenant_loading(out: Facts) -> None:
 def _oom_past_weights(out: Facts) -> None:
     """The OOMing process already held its whole fraction and a GiB more than the weights: its KV
     cache was allocated, so the OOM came after them (Ascend: "55.91 GiB already allocated" at
-    0.85 × 60.96). An unknown weight counts as large, so the answer is always known."""
+    0.85 × 60.96). An unknown weight counts as large (below TP 8), so the answer is always known."""
     if "oom_phase" not in out:
         return
     held = _first(out, "oom_this_process_gib", "oom_allocated_gib", default=0.0)
     total = _first(out, "oom_total_gib", default=1e6)
     util = _first(out, "gpu_memory_utilization", default=0.9)
-    weights = _first(out, "weights_gib_estimate", default=1000.0)
+    # (unknown weights on 8 or more GPUs: a model that overflows a card at TP 8 is rarer than an
+    # OOM after its KV cache, and sharding it further is not the fix either)
+    tp = _first(out, "tensor_parallel_size", default=1)
+    weights = _first(out, "weights_gib_estimate", default=0.0 if tp >= 8 else 1000.0)
     _put(out, "oom_past_weights", held >= util * total and weights + 1 < held)
 
 
@@ -195,6 +199,26 @@ def _default_seqs(out: Facts) -> None:
     _put(out, "max_num_seqs", seqs, source="default")
 
 
+def _v064_terms(out: Facts) -> None:
+    """0.6.4's single profiling line counts this instance's weights in two of its figures:
+    `peak_torch_memory` is the allocator's whole peak (weights + activations), and
+    `initial_memory_usage` (total − free before the profile run, the weights loaded) holds the
+    weights and the CUDA context besides whatever other processes use."""
+    weights, peak = _v(out, "weights_gib"), _v(out, "torch_peak_gib")
+    if "activation_peak_gib" not in out and weights is not None and peak is not None:
+        _put(out, "activation_peak_gib", round(max(peak - weights, 0.0), 2))
+    initial = _v(out, "initial_memory_usage_gib")
+    if initial is None:
+        return
+    # this instance's own share of it: the printed weights, else the torch peak (which holds them),
+    # else at most its whole budget (a lower bound on the others, then)
+    own = weights if weights is not None else peak if peak is not None else _v(out, "budget_gib")
+    if own is None:
+        return
+    others = initial - own - (_v(out, "non_torch_gib") or 0.0)
+    _put(out, "others_before_profile_gib", round(max(others, 0.0), 2))
+
+
 def _budget_terms(out: Facts) -> None:
     budget = _v(out, "budget_gib")
     weights = _v(out, "weights_gib")
@@ -220,9 +244,9 @@ def _raise_needs(out: Facts) -> None:
 
 def _other_processes(out: Facts) -> None:
     candidates = []
-    initial = _v(out, "initial_memory_usage_gib")
-    if initial is not None:
-        candidates.append(initial)  # 0.6.4: memory in use before this instance started
+    before = _v(out, "others_before_profile_gib")
+    if before is not None:
+        candidates.append(before)  # 0.6.4: memory in use before the profile run, not this instance's
     free, total = _v(out, "free_gpu_gib_at_startup"), _v(out, "total_gpu_gib")
     if free is not None and total is not None:
         candidates.append(max(total - free, 0.0))

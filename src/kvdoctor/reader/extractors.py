@@ -325,6 +325,7 @@ _CODE_LINE_STEPS = (
     "profile_run",
     "load_model",
     "determine_num_available_blocks",
+    "profile_num_available_blocks",
     "determine_available_memory",
     "initialize_cache",
     "initialize_from_config",
@@ -335,6 +336,7 @@ _CODE_LINE_STEPS = (
 _METHOD_PHASES = {
     "load_model": "weight_loading",
     "determine_num_available_blocks": "profile_run",
+    "profile_num_available_blocks": "profile_run",  # 0.1.4-0.4.0.post1
     "determine_available_memory": "profile_run",
     "profile_run": "profile_run",
     "capture_model": "cuda_graph_capture",
@@ -866,6 +868,24 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         _free_error,
     ),
+    # 0.32+: weights another process holds for this engine (shared by IPC) count against its
+    # fraction: "Externally held weights on device cuda:0 (75.0/79.19 GiB) exceed the desired GPU
+    # memory utilization (0.92, 72.85 GiB). Increase GPU memory utilization or reduce …"
+    Extractor(
+        "external_weights_error",
+        ("Externally held weights",),
+        _F(
+            r"Externally held weights on device ?(\S*?) ?\((\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) exceed the desired "
+            r"GPU memory utilization \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)"
+        ),
+        lambda m: {
+            "device": m.group(1),
+            "external_weights_gib": _g(m, 2),
+            "total_gpu_gib": _g(m, 3),
+            "gpu_memory_utilization": _g(m, 4),
+            "requested_gib": _g(m, 5),
+        },
+    ),
     # the CPU backend's checks (0.20+): host RAM on a NUMA node, sized by VLLM_CPU_KVCACHE_SPACE or,
     # unset, by the fraction of the node's TOTAL memory ("Available memory on node 0 (149.11/692.65
     # GiB) on kv cache allocation is less than requested memory for kv (206.54/207.8 GiB)")
@@ -1121,7 +1141,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     ),
     Extractor(
         "phase",
-        ("Captur", "captur", "CUDA graphs can take"),
+        ("Captur", "captur", "CUDA graphs can take", "Profiling CUDA graph"),
         _F(
             r"CUDA graphs can take additional|"
             r"Capturing (?:the model for CUDA graphs|cudagraphs|CUDA graph shapes|CUDA graphs)|"
@@ -1467,8 +1487,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # 0.18–0.19 wording of the CUDA-graph profiling hint
     Extractor(
         "graph_util_hint",
-        ("increase --gpu-memory-utilization from",),
-        _F(r"increase --gpu-memory-utilization from (\d+(?:\.\d+)?) to (\d+(?:\.\d+)?)"),
+        # (0.20+, profiling switched off: "… and increasing --gpu-memory-utilization from 0.9200 to 0.9366")
+        ("increase --gpu-memory-utilization from", "increasing --gpu-memory-utilization from"),
+        _F(r"increas(?:e|ing) --gpu-memory-utilization from (\d+(?:\.\d+)?) to (\d+(?:\.\d+)?)"),
         _graph_util_hint,
     ),
     # Python tracebacks: frames and the exception line
