@@ -1136,3 +1136,22 @@ def test_shared_weights_that_exceed_the_fraction_lead_with_a_higher_one() -> Non
         0.8,
     )
     assert "lower_gpu_memory_utilization" in [a.action for a in top.avoid]
+
+
+def test_the_logs_own_word_on_graph_profiling_beats_the_versions_default() -> None:
+    from kvdoctor.reader.derive import graphs_subtracted
+    from kvdoctor.reader.facts import Fact
+
+    def subtracted(version: str, said: bool | None) -> bool:
+        facts = {"vllm_version": Fact("vllm_version", version, None, None, False, "log")}
+        if said is not None:
+            facts["graph_profiling_enabled"] = Fact("graph_profiling_enabled", said, 1, None, False, "log")
+        return graphs_subtracted(facts)
+
+    assert subtracted("0.23.0", None) and not subtracted("0.19.0", None)
+    assert not subtracted("0.23.0", False) and subtracted("0.19.0", True)
+    report = diagnose(
+        "WARNING 08-19 07:51:03 [gpu_worker.py:355] CUDA graph memory profiling is disabled "
+        "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0). Without it, CUDA graph memory is not accounted for."
+    )
+    assert report.facts["graph_profiling_enabled"] is False

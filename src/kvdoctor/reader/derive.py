@@ -45,7 +45,12 @@ def _version(facts: Facts) -> tuple[int, ...] | None:
 
 
 def graphs_subtracted(facts: Facts) -> bool:
-    """CUDA-graph memory counts against the budget by default from 0.20 (kv-math.md)."""
+    """CUDA-graph memory counts against the budget by default from 0.20 (kv-math.md); the log's
+    own "CUDA graph memory profiling is enabled/disabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
+    =1/0)" line overrides the default (0.18+)."""
+    said = _v(facts, "graph_profiling_enabled")
+    if said is not None:
+        return bool(said)
     version = _version(facts)
     return version is not None and version >= (0, 20)
 

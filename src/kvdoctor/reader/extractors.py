@@ -1484,6 +1484,13 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"()Tried to allocate [\d.]+ ?[KMGT]i?B\.? ?(?:\(GPU \d+;|GPU \d+ has a total capac)"),
         _cuda_oom,
     ),
+    # whether CUDA-graph memory is profiled into the budget, as the log says (0.18+)
+    Extractor(
+        "config_value",
+        ("CUDA graph memory profiling is",),
+        _F(r"CUDA graph memory profiling is (enabled|disabled)"),
+        lambda m: {"flags": {"graph_profiling_enabled": m.group(1) == "enabled"}},
+    ),
     # 0.18–0.19 wording of the CUDA-graph profiling hint
     Extractor(
         "graph_util_hint",
