@@ -121,6 +121,12 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
         "graph_util_hint",
         {"gpu_memory_utilization": 0.92, "suggested_utilization": 0.9366},
     ),
+    # §5.1 the CPU backend's KV blocks, on a line of their own
+    (
+        "INFO 08-19 07:51:03 cpu_executor.py:130] # CPU blocks: 4096",
+        "gpu_blocks",
+        {"device": "CPU", "gpu_blocks": 4096},
+    ),
     # §4.2 V1 budget line, negative too
     (
         "(EngineCore_DP0 pid=563) INFO 12-23 23:34:23 [gpu_worker.py:298] Available KV cache memory: -2.77 GiB",

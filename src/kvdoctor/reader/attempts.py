@@ -869,6 +869,8 @@ def attempt_facts(attempt: Attempt) -> Facts:
     sink = _FactSink()
     metal: dict[str, float] = {}  # vllm-metal's budget, gathered over its lines
     graph_profiled = any(e.kind == "graph_estimate" for e in attempt.events)
+    # (a "# CPU blocks" line beside a GPU's blocks is V0's swap space, re-wrapped onto its own line)
+    device_blocks = any(e.kind == "gpu_blocks" and e.fields.get("device") != "CPU" for e in attempt.events)
     for event in attempt.events:
         if event.kind in _CONFIG_KINDS:
             rank = _CONFIG_KINDS[event.kind]
@@ -903,6 +905,8 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("unified_memory_device", event.fields["device"], event, rank=1)
         elif event.kind == "logo_model" or (event.kind == "version" and "model" in event.fields):
             sink.put("model", event.fields["model"], event, rank=2)
+        elif event.kind == "gpu_blocks" and event.fields.get("device") == "CPU" and device_blocks:
+            continue
         elif event.kind == "blocks_override" and event.fields.get("computed_blocks") == 0 and graph_profiled:
             continue  # 0.18+: the CUDA-graph memory profile runs on a dummy KV cache of 512 blocks
         else:

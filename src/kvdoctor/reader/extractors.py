@@ -795,6 +795,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         _blocks,
     ),
+    # the CPU backend's executor sizes its KV cache in "CPU blocks" on a line of their own
+    # ("# CPU blocks: 4096", cpu_executor.py 0.4.2..0.6.6.post1); beside "# GPU blocks" they are swap
+    Extractor(
+        "gpu_blocks",
+        ("CPU blocks:",),
+        _F(r"^\s*#\s*CPU blocks: (\d+(?:,\d{3})*)\s*$"),
+        lambda m: {"device": "CPU", "gpu_blocks": to_int(m.group(1))},
+    ),
     Extractor(
         "kv_cache_size",
         ("KV cache size:",),
