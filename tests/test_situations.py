@@ -1155,3 +1155,16 @@ def test_the_logs_own_word_on_graph_profiling_beats_the_versions_default() -> No
         "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0). Without it, CUDA graph memory is not accounted for."
     )
     assert report.facts["graph_profiling_enabled"] is False
+
+
+def test_an_oom_in_the_cuda_graph_memory_profile_leads_with_eager_mode() -> None:
+    log = "\n".join(
+        [
+            "(EngineCore pid=2871) INFO 06-15 10:00:50 [gpu_model_runner.py:3661] Model loading took 67.72 GiB memory and 45.12 seconds",
+            "(EngineCore pid=2871) INFO 06-15 10:00:55 [gpu_model_runner.py:4500] Profiling CUDA graph memory: PIECEWISE=51 (largest=512), FULL=35 (largest=256)",
+            "(EngineCore pid=2871) ERROR 06-15 10:01:00 [core.py:1100] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 21.06 MiB is free.",
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (report.facts["oom_phase"], top.remedies[0].action) == ("profile_run", "enforce_eager")

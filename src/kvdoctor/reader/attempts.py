@@ -501,7 +501,11 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
             # later; a guess that any explicit phase (the sampler warm-up message) overrides
             sink.put("oom_phase", "cuda_graph_capture", event, rank=2)
         if phase == "cuda_graph_profile":
+            # 0.18+ profiles the graphs' memory by capturing them before the KV cache is sized
+            sink.put("oom_in_graph_profile", True, event, rank=2)
             phase = "profile_run"
+    if any(f.fields.get("function") == "profile_cudagraph_memory" for f in frames):
+        sink.put("oom_in_graph_profile", True, event, rank=2)  # the same profile, named by its frame
     sink.put("oom_phase", phase or "unknown", event, rank=3 if phase else 1)
     if "cumem_allocator" in event.text:
         # vLLM's CuMemAllocator: sleep mode, which RL frameworks use to share the GPU with a trainer

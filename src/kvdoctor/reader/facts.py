@@ -115,6 +115,7 @@ KNOWN_FACTS = frozenset(
         "oom_phase",
         "oom_phase_inferred",
         "oom_reported_as",
+        "oom_in_graph_profile",
         "oom_tried_gib",
         "oom_total_gib",
         "oom_free_gib",
