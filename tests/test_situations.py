@@ -1168,3 +1168,19 @@ def test_an_oom_in_the_cuda_graph_memory_profile_leads_with_eager_mode() -> None
     report = diagnose(log)
     top = report.diagnoses[0]
     assert (report.facts["oom_phase"], top.remedies[0].action) == ("profile_run", "enforce_eager")
+
+
+def test_a_relaunch_that_started_still_names_the_failure_before_it() -> None:
+    log = "\n".join(
+        [
+            BANNER,
+            "(EngineCore_DP0 pid=41) INFO 01-15 06:46:16 [gpu_worker.py:1] Available KV cache memory: -8.59 GiB",
+            "(EngineCore_DP0 pid=41) ERROR 01-15 06:46:16 [core.py:1] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+            BANNER,
+            "(EngineCore_DP0 pid=77) INFO 01-15 06:47:41 [gpu_worker.py:1] Available KV cache memory: 7.73 GiB",
+            "(APIServer pid=1) INFO:     Application startup complete.",
+        ]
+    )
+    report = diagnose(log)
+    assert report.verdict == "healthy"
+    assert "an earlier start-up in this log (lines 1-3) failed (no_cache_blocks); a later one started" in report.notes

@@ -180,6 +180,16 @@ def report_for(
                 f"nvidia-smi output found in the log (line {analysis.smi_lines[0]}); its figures are used as gpu.* facts"  # noqa: E501
             )
     report = Report(analysis.source, attempts, (), lang, probe_record)
+    primary = report.primary
+    if primary is not None and primary.verdict == "healthy":
+        # a relaunch that started: the failure before it is what the reader came with
+        failed = [a for a in attempts if a.index < primary.index and a.verdict not in ("healthy", "unknown")]
+        if failed:
+            last = failed[-1]
+            notes.append(
+                f"an earlier start-up in this log (lines {last.start_line}-{last.end_line}) failed "
+                f"({last.verdict}); a later one started"
+            )
     if report.primary is not None and report.primary is not attempts[-1]:
         last = attempts[-1]
         notes.append(

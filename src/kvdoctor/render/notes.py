@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from kvdoctor.diagnosis.terms import term
+
 _WHERE = r"(?P<where>the live GPU probe|the GPU snapshot)"
 _WHERE_ZH = {"the live GPU probe": "实时 GPU 探测", "the GPU snapshot": "GPU 快照"}
 _WHAT_ZH = {"weights per GPU": "每卡权重", "KV cache tokens": "KV 缓存 token 数"}
@@ -34,6 +36,13 @@ _ZH: tuple[tuple[re.Pattern[str], str], ...] = (
             r"the verdict is that of the one before \(lines (?P<c>\d+)-(?P<d>\d+)\)$"
         ),
         "最后一次启动（第 {a}–{b} 行）还没有结果；结论来自前一次启动（第 {c}–{d} 行）",
+    ),
+    (
+        re.compile(
+            r"^an earlier start-up in this log \(lines (?P<a>\d+)-(?P<b>\d+)\) failed \((?P<verdict>\w+)\); "
+            r"a later one started$"
+        ),
+        "日志中更早的一次启动（第 {a}–{b} 行）失败了（{verdict}）；之后的一次启动成功",
     ),
     (
         re.compile(
@@ -84,6 +93,8 @@ def note_text(note: str, lang: str) -> str:
                 parts["state"] = _STATE_ZH[parts["state"]]
             if "what" in parts:
                 parts["what"] = _WHAT_ZH[parts["what"]]
+            if "verdict" in parts:
+                parts["verdict"] = term(lang, "class", parts["verdict"])
             return zh.format(**parts)
     return note
 
