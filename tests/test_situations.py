@@ -1184,3 +1184,26 @@ def test_a_relaunch_that_started_still_names_the_failure_before_it() -> None:
     report = diagnose(log)
     assert report.verdict == "healthy"
     assert "an earlier start-up in this log (lines 1-3) failed (no_cache_blocks); a later one started" in report.notes
+
+
+def _figureless_no_kv(model: str, card: str) -> str:
+    return "\n".join(
+        [
+            f"$ vllm serve {model} --tensor-parallel-size 1",
+            "INFO 02-01 10:00:03 [api_server.py:1043] vLLM API server version 0.8.5",
+            f"GPU 0: {card} (UUID: GPU-1234)",
+            "ERROR 02-01 10:03:00 [core.py:396] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+        ]
+    )
+
+
+def test_weights_larger_than_the_card_are_the_cause_whatever_the_default_batch() -> None:
+    top = diagnose(_figureless_no_kv("Qwen/Qwen2.5-72B-Instruct", "NVIDIA A100-SXM4-80GB")).diagnoses[0]
+    assert (top.cause, top.remedies[0].action) == ("model_too_large", "increase_tensor_parallel_size")
+
+
+def test_a_later_releases_1024_default_alone_is_no_profile_overhead_claim() -> None:
+    # a 7B model on an 80 GiB card, 0.8.5, no figures: the card is looked at first
+    top = diagnose(_figureless_no_kv("Qwen/Qwen2.5-7B-Instruct", "NVIDIA H100 80GB HBM3")).diagnoses[0]
+    assert top.cause != "profile_overhead"
+    assert top.remedies[0].action == "free_gpu_memory"
