@@ -205,9 +205,8 @@ def report_for(
                 live,
             )
         )
-    # (a start-up the log cuts off mid-way has vLLM's lines: it is not the wrong log)
-    began = any(a.diagnoses and a.diagnoses[0].rule == "start-up-incomplete" for a in attempts)
-    if not any(a.events for a in analysis.attempts) or (all(a.inconclusive for a in attempts) and not began):
+    # (a start-up the log cuts off mid-way is diagnosed as such: it is not the wrong log)
+    if not any(a.events for a in analysis.attempts) or all(not a.diagnoses for a in attempts):
         notes.append(NO_STARTUP_NOTE)
     return Report(analysis.source, attempts, tuple(notes), lang, probe_record)
 

@@ -196,9 +196,10 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         # the smallest fraction that holds the weights, the profile and one request's KV: a
         # fraction suggested below it fails again, with no cache blocks (issue 10)
         # (+0.5 GiB: fragmentation and what the estimate leaves out)
-        need = weights + ctx.overheads(ctx.tp) + _one_request_gib(ctx, layout, per_token) + 0.5
+        overheads = ctx.overheads(ctx.tp)
+        need = weights + overheads + _one_request_gib(ctx, layout, per_token) + 0.5
         out["min_utilization_for_model"] = round(min(1.0, math.ceil(need / ctx.total * 100) / 100), 2)
-        _length_at_safe_fraction(ctx, out, facts, weights, layout)
+        _length_at_safe_fraction(ctx, out, facts, weights + overheads, layout)
     kv_gib = logged_gib
     if ctx.total and ctx.util:
         budget = ctx.total * ctx.util
@@ -222,15 +223,16 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
 
 
 def _length_at_safe_fraction(
-    ctx: _Ctx, out: dict[str, object], facts: Mapping[str, object], weights: float, layout: KvLayout | None
+    ctx: _Ctx, out: dict[str, object], facts: Mapping[str, object], non_kv_gib: float, layout: KvLayout | None
 ) -> None:
     """The longest length that still fits when the fraction is lowered into the free memory
     (`max_safe_utilization`), where the length asked for does not: the fraction and the length
-    together pass the start-up check and leave one request its KV cache."""
+    together pass the start-up check and leave one request its KV cache. `non_kv_gib`: the
+    weights and the estimated profile."""
     safe = _num(facts, "max_safe_utilization")
     if safe is None or layout is None or not layout.bytes_per_token or not ctx.max_model_len or ctx.total is None:
         return
-    kv_gib = safe * ctx.total - weights - ctx.overheads(ctx.tp) - 0.5
+    kv_gib = safe * ctx.total - non_kv_gib - 0.5
     tokens = int(kv_gib * GIB / layout.bytes_per_token) // 256 * 256
     if 1024 <= tokens < ctx.max_model_len:
         out["max_model_len_at_safe_utilization"] = tokens

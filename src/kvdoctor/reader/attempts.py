@@ -634,11 +634,11 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
         own = [e for e in frames if "vllm" in e.fields.get("file", "")] or frames
         sink.put("failing_file", own[-1].fields["file"], own[-1], rank=3)
         sink.put("failing_function", own[-1].fields["function"], own[-1], rank=3)
-        rl = next((e for e in frames if _RL_FRAMEWORK.search(e.fields.get("file", ""))), None)
+        # the traceback runs through an RL trainer that colocates its rollout engine with the
+        # training process: the memory "another process" holds is the trainer's, by design
+        rl = next(((e, m) for e in frames if (m := _RL_FRAMEWORK.search(e.fields.get("file", "")))), None)
         if rl is not None:
-            # the traceback runs through an RL trainer that colocates its rollout engine with the
-            # training process: the memory "another process" holds is the trainer's, by design
-            sink.put("rl_colocated", _RL_FRAMEWORK.search(rl.fields["file"]).group(1), rl, rank=2)  # type: ignore[union-attr]
+            sink.put("rl_colocated", rl[1].group(1), rl[0], rank=2)
     kv_by_rank = [r["kv_cache_gib"] for r in attempt.ranks() if isinstance(r.get("kv_cache_gib"), (int, float))]
     if len(kv_by_rank) > 1:
         # ranks on different GPUs that disagree by GiBs: one GPU is shared with another process
@@ -705,12 +705,12 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
     )
     if serving and not any(e.line > serving[-1].line and (stop is None or e.line < stop.line) for e in fatal):
         if stop is not None and stop.kind == "request_error" and any(e.line > stop.line for e in fatal):
-            sink.put("failed_while_serving", _ran_when(stop), stop, rank=2)
+            sink.put("failed_while_serving", stop.fields["during"], stop, rank=2)
         return True
-    dump = next((e for e in attempt.events if e.kind == "request_error" and "Dumping input data" in e.text), None)
+    dump = next((e for e in attempt.events if e.kind == "request_error" and e.fields["scheduled"]), None)
     if dump is not None and not any(e.line < dump.line for e in fatal if e.kind != "frame"):
         # the engine's step raised on a batch the scheduler built: start-up was over
-        sink.put("failed_while_serving", _ran_when(dump), dump, rank=2)
+        sink.put("failed_while_serving", dump.fields["during"], dump, rank=2)
         return True
     at_work = [e for e in fatal if e.kind == "frame" and e.fields.get("function") in _BUSY_LOOP]
     if at_work and _sized_kv(attempt):
@@ -719,13 +719,6 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
         sink.put("failed_while_serving", at_work[0].fields["function"], at_work[0], rank=3)
         return True
     return False
-
-
-def _ran_when(marker: Event) -> str:
-    """What a request-time marker says was running when the error came."""
-    if "Dumping input data" in marker.text:
-        return "the engine step on a scheduled batch, whose input it dumped"
-    return "an API request (Exception in ASGI application)"
 
 
 def _stall_facts(sink: _FactSink, attempt: Attempt) -> None:
@@ -769,10 +762,7 @@ def _minutes_between(first: str | None, last: str | None) -> float | None:
 
 
 # RL frameworks whose rollout engine shares the GPU with the trainer (their package in a frame's path)
-_RL_FRAMEWORK = re.compile(
-    r"/(verl|openrlhf|trl|nemo_rl|areal|realhf|slime|easyr1|skyrl_train|rllm|prime_rl)/"
-    r"(?:trainer|trainers|workers|models|utils|rollout|algorithms|distributed|single_controller|train|pipeline)?"
-)
+_RL_FRAMEWORK = re.compile(r"/(verl|openrlhf|trl|nemo_rl|areal|realhf|slime|easyr1|skyrl_train|rllm|prime_rl)/")
 
 
 def _trainer_oom(attempt: Attempt) -> list[Event]:

@@ -581,6 +581,13 @@ def _override(m: re.Match[str]) -> Fields:
     return {"gpu_blocks": to_int(m.group(2)), "computed_blocks": to_int(m.group(1))}
 
 
+# what each request-time marker says was running when the error came
+_REQUEST_ERRORS: dict[str, Fields] = {
+    "Exception in ASGI application": {"during": "an API request (Exception in ASGI application)", "scheduled": False},
+    "Dumping input data": {"during": "the engine step on a scheduled batch, whose input it dumped", "scheduled": True},
+}
+
+
 def _F(source: str) -> str:
     return source
 
@@ -1215,7 +1222,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "request_error",
         ("Exception in ASGI application", "Dumping input data"),
         _F(r"Exception in ASGI application|Dumping input data"),
-        _nothing,
+        lambda m: dict(_REQUEST_ERRORS[m.group(0)]),
     ),
     # a server that was shut down (so a later start-up in the same log is not competing with it)
     Extractor(
