@@ -21,8 +21,6 @@ import yaml
 
 from kvdoctor.api import diagnose
 from kvdoctor.reader import facts as facts_module
-from kvdoctor.reader.lines import iter_raw_lines, open_source
-from kvdoctor.reader.pipeline import analyse_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = facts_module.FIGURES
@@ -96,8 +94,11 @@ class Scored:
 
 def score_file(corpus: Path, label: dict[str, Any]) -> Scored:
     path = corpus / label["file"]
-    analysis = analyse_lines(str(path), iter_raw_lines(open_source(str(path))))
-    facts = {k: f.value for k, f in analysis.last.facts.items() if f.source != "estimate"}
+    report = diagnose(path)
+    # the figures of the start-up the verdict is about (a relaunch that shows no outcome yet is
+    # not it), as read: kvdoctor's estimates are not figures
+    shown = report.primary.facts if report.primary else {}
+    facts = {k: v["value"] for k, v in shown.items() if v.get("source") != "estimate"}
     misses, ok, total = [], 0, 0
     for name in FIGURES:
         if label.get(name) is None:
@@ -107,7 +108,6 @@ def score_file(corpus: Path, label: dict[str, Any]) -> Scored:
             ok += 1
         else:
             misses.append(f"{name}={facts.get(name)}≠{label[name]}")
-    report = diagnose(path)
     top = report.diagnoses[0] if report.diagnoses else None
     first = top.remedies[0].action if top and top.remedies else None
     return Scored(

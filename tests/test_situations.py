@@ -1207,3 +1207,78 @@ def test_a_later_releases_1024_default_alone_is_no_profile_overhead_claim() -> N
     top = diagnose(_figureless_no_kv("Qwen/Qwen2.5-7B-Instruct", "NVIDIA H100 80GB HBM3")).diagnoses[0]
     assert top.cause != "profile_overhead"
     assert top.remedies[0].action == "free_gpu_memory"
+
+
+def test_the_v1_wrapper_message_does_not_swallow_a_relaunch_after_it() -> None:
+    # "… Failed core proc(s): {}" closes its message: the wrapper's goodbye and the next launch
+    # are lines of their own, and the failure above stays the verdict
+    log = "\n".join(
+        [
+            "INFO 10-01 23:05:34 [api_server.py:1896] vLLM API server version 0.10.2",
+            "(EngineCore_DP0 pid=9) INFO 10-01 23:05:51 [gpu_model_runner.py:2392] Model loading took 13.1357 GiB and 4.76 seconds",
+            "(EngineCore_DP0 pid=9) INFO 10-01 23:05:53 [gpu_worker.py:298] Available KV cache memory: -1.66 GiB",
+            "(EngineCore_DP0 pid=9) ERROR 10-01 23:05:53 [core.py:718] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+            "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+            "vLLM server exited with status 1",
+            "python3 -m vllm.entrypoints.openai.api_server --model llava-hf/LLaVA-NeXT-Video-7B-hf --gpu-memory-utilization 0.83",
+        ]
+    )
+    report = diagnose(log)
+    assert report.verdict == "no_cache_blocks"
+    assert report.facts["weights_gib"] == 13.1357
+
+
+def test_the_launcher_naming_the_server_on_its_port_is_no_new_start_up() -> None:
+    log = "\n".join(
+        [
+            BANNER,
+            "(EngineCore_DP0 pid=9) INFO 01-15 06:46:16 [gpu_worker.py:1] Available KV cache memory: 15.31 GiB",
+            "(APIServer pid=7) INFO:     Application startup complete.",
+            "(APIServer pid=7) WARNING 01-15 07:41:06 [launcher.py:98] port 8001 is used by process psutil.Process(pid=7, name='vllm', status='running') launched with command:",
+            "(APIServer pid=7) WARNING 01-15 07:41:06 [launcher.py:98] /usr/bin/python /usr/bin/vllm serve Qwen/Qwen2.5-3B --port 8001",
+            "(APIServer pid=7) INFO 01-15 07:41:06 [launcher.py:101] Shutting down FastAPI HTTP server.",
+        ]
+    )
+    report = diagnose(log)
+    assert len(report.attempts) == 1
+    assert (report.verdict, report.facts["kv_cache_gib"]) == ("healthy", 15.31)
+
+
+def test_an_oom_after_the_weights_loaded_is_the_profiling_pass_not_the_weights() -> None:
+    log = "\n".join(
+        [
+            "INFO 08-20 03:09:59 [default_loader.py:262] Loading weights took 2.66 seconds",
+            "INFO 08-20 03:10:00 [model_runner.py:1112] Model loading took 16.5557 GiB and 2.80 seconds",
+            "ERROR 08-20 03:10:01 [engine.py:467] CUDA out of memory. Tried to allocate 33.75 GiB. GPU 0 has a total capacity of 44.40 GiB of which 26.88 GiB is free. Including non-PyTorch memory, this process has 17.52 GiB memory in use.",
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (top.rule, report.facts["oom_phase"]) == ("cuda-oom-profile-run", "profile_run")
+    assert top.remedies[0].action != "increase_tensor_parallel_size"
+
+
+def test_a_kv_budget_printed_as_zero_names_no_shortfall() -> None:
+    # vllm-omni's "0.0 GiB (profiling fallback)" is clamped: raising the fraction is not shown to fit
+    log = "\n".join(
+        [
+            "(Worker pid=34506) INFO 04-16 09:13:25 [base.py:150] Available KV cache memory: 0.0 GiB (profiling fallback)",
+            "(StageEngineCoreProc pid=33984) ERROR 04-16 09:13:25 [stage_engine_core_proc.py:98] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+        ]
+    )
+    report = diagnose(log)
+    assert "min_total_gib_to_fit_by_raising" not in report.facts
+    assert report.diagnoses[0].remedies[0].action != "raise_gpu_memory_utilization"
+
+
+def test_a_per_process_cap_is_not_a_full_card() -> None:
+    log = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "79.19 GiB of which 40.00 GiB is free. Including non-PyTorch memory, this process has 39.10 GiB memory in "
+        "use. 39.59 GiB allowed; Of the allocated memory 37.00 GiB is allocated by PyTorch, and 1.50 GiB is "
+        "reserved by PyTorch but unallocated."
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (top.rule, report.facts["oom_allowed_gib"]) == ("cuda-oom-process-cap", 39.59)
+    assert [a.action for a in top.avoid][0] == "free_gpu_memory"

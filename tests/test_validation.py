@@ -167,6 +167,22 @@ KNOWN_MISSES = {
     "3635-": "an Ascend attention mask of max_model_len² allocated for a request: nothing in the file ties the OOM to the length",
     "3636-": "a speculative-decoding sampler error on the first request after start-up: the label is the request's crash",
     "3637-": "an illegal memory access in a Kunlun warm-up kernel: the environment and a bug both fit; the label asks for more",
+    "902-": "0.0 GiB of KV with no fraction or card printed: a clamped zero gives no shortfall, so nothing tells a low fraction from a co-tenant",
+    "3704-": "the profiling assertion's co-tenant: the rule says isolate the GPU (environment); the label says free it",
+    "3706-": "13.1 GiB of weights and a 1.66 GiB shortfall at 0.83 with no card printed: raising fits any card of 18 GiB; the card was 16",
+    "3731-": "custom all-reduce 'invalid argument' after capture: --disable-custom-all-reduce also works; the fix named an env var only the title shows",
+    "3765-": "the TypeError line is cut; only the title names the LMCache/vLLM version mismatch",
+    "3791-": "a TPU VMEM compile error whose fix was in the kernel: the length and batch the rule names are the usual levers",
+    "3794-": "50 GiB per NPU held outside PyTorch's allocator reads as a co-tenant; the maintainer said the model is too large",
+    "3826-": "a capture OOM at 0.98: the fraction is only in the reporter's note, so eager mode leads",
+    "3828-": "no KV blocks in an RL rollout at 0.22: the fraction is only in the author's prose",
+    "3830-": "a 70B FP8 max-len failure: lowering the length fits; the author switched to a smaller model",
+    "3881-": "a container runtime that never started vLLM (catatonit): no vLLM line at all",
+    "3883-": "a single OOM line on a vllm-omni CI card: only the reporter's note says the other processes are sibling stages",
+    "3884-": "FP8 on Ampere refused inside a Triton compile error: the quoted ValueError is not an exception line",
+    "3887-": "a Dynamo KV-manager hang after a healthy KV sizing: no vLLM line says the start-up stalled",
+    "3890-": "an Ascend LoRA assertion in KV initialisation: a bug fixed by an upgrade, which the log cannot name",
+    "3894-": "a vllm-omni stage's OOM while serving: the label is the request-time batch, the rule sees sibling stages",
 }
 
 

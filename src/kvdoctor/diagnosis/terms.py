@@ -80,6 +80,7 @@ _ZH: dict[str, dict[str, str]] = {
         "shared memory": "共享内存（/dev/shm）",
         "host memory": "主机内存",
         "cluster": "集群",
+        "network": "网络（网卡）",
     },
 }
 ZH: MappingProxyType[str, dict[str, str]] = MappingProxyType(_ZH)

@@ -160,7 +160,8 @@ def split_attempts(events: Iterable[Event]) -> Iterator[Attempt]:
     current = Attempt(0)
     since = 0  # events pasted ahead of their start-up do not count as its progress
     for event in events:
-        if event.kind in START_KINDS and current.progressed(since) and not _quoted_error_only(current):
+        starts = event.kind in START_KINDS and not _quoted_launch(event)
+        if starts and current.progressed(since) and not _quoted_error_only(current):
             if current.index == 0 and not since and _pasted_ahead(current, event):
                 since = len(current.events)  # the end of this start-up, pasted above its beginning
                 current.events.append(event)
@@ -173,14 +174,24 @@ def split_attempts(events: Iterable[Event]) -> Iterator[Attempt]:
         yield current
 
 
+def _quoted_launch(event: Event) -> bool:
+    """A command line that is a whole vLLM log record: vLLM logs its arguments, never its
+    command, except where its launcher names the process holding the port ("port 8001 is used by
+    process … launched with command:", the command the next record). A running server, not a
+    launch."""
+    return event.kind == "command_line" and event.origin.level is not None and event.text.lstrip()[:1] == "/"
+
+
 def _pasted_ahead(head: Attempt, start: Event) -> bool:
     """Lines above the first start-up that are its own later lines, pasted first: no start of their
     own, and every one of their clocks later than the start-up's first line (a reporter who pasted
     the KV figures, then the launch: round 6, 912)."""
     if any(e.kind in START_KINDS for e in head.events) or not start.origin.stamp:
         return False
-    stamps = [e.origin.stamp for e in head.events if e.origin.stamp]
-    return bool(stamps) and len(stamps) == len(head.events) and min(stamps) > start.origin.stamp
+    # (bare lines, a reporter's note or prose naming the GPU, carry no clock and do not vote)
+    logged = [e for e in head.events if e.origin.level is not None or e.origin.proc is not None]
+    stamps = [e.origin.stamp for e in logged if e.origin.stamp]
+    return bool(stamps) and len(stamps) == len(logged) and min(stamps) > start.origin.stamp
 
 
 def newest_first(events: list[Event]) -> bool:
@@ -372,7 +383,29 @@ def _phase_of_frames(frames: list[Event]) -> str | None:
     return found[0] if found else None
 
 
+_NETWORK_FILE = re.compile(r"(?:^|/)(?:ssl|socket)\.py$|/(?:huggingface_hub|urllib3|requests|httpx|httpcore)/")
+
+_DISTRIBUTED_SETUP = frozenset(
+    {
+        "init_worker_distributed_environment",
+        "init_distributed_environment",
+        "initialize_model_parallel",
+        "init_process_group",
+        "new_group",
+        "gpu_p2p_access_check",
+    }
+)
+
 _SAMPLER_OPS = ("logits.sort", "_apply_top_k_top_p")
+
+
+def _model_forward(frames: list[Event]) -> Event | None:
+    """The deepest frame of a model's own forward (vllm/model_executor/models/*.py)."""
+    for frame in reversed(frames):
+        where = f"{frame.fields.get('file', '')} {frame.fields.get('function', '')}"
+        if "model_executor/models/" in where and where.endswith(" forward"):
+            return frame
+    return None
 
 
 def _frame_of_phase(frames: list[Event]) -> tuple[str, Event] | None:
@@ -394,13 +427,18 @@ def _frame_of_phase(frames: list[Event]) -> tuple[str, Event] | None:
                     outer = _frame_of_phase(frames[: frames.index(frame)])
                     if outer is not None and outer[0] == "cuda_graph_capture":
                         return outer
+                if phase == "kv_cache_check":
+                    # the model's own forward below the KV sizing (its middle cut from the paste)
+                    # is the profiling pass that sizing starts with, not the check after it
+                    inner = _model_forward(frames[frames.index(frame) + 1 :])
+                    if inner is not None:
+                        return "profile_run", inner
                 return phase, frame
-    for frame in reversed(frames):
-        # no step named, but the model's own forward ran: before the KV cache exists the only
-        # start-up step that runs it is the profiling pass (a vision encoder's dummy images)
-        where = f"{frame.fields.get('file', '')} {frame.fields.get('function', '')}"
-        if "model_executor/models/" in where and where.endswith(" forward"):
-            return "profile_run", frame
+    # no step named, but the model's own forward ran: before the KV cache exists the only
+    # start-up step that runs it is the profiling pass (a vision encoder's dummy images)
+    forward = _model_forward(frames)
+    if forward is not None:
+        return "profile_run", forward
     if sampler is not None:
         # V0's sampler runs at start-up only inside the profiling pass (V1's warm-up has frames
         # under v1/sample/, which name it above)
@@ -413,12 +451,20 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
     last_phase: str | None = None
     oom_event: Event | None = None
     framed = False
+    after_weights = False  # last_phase is the profiling pass only because the weights were loaded
     for event in attempt.events:
         if event.kind == "frame":
             frames.append(event)
         elif event.kind == "phase":
-            last_phase = event.fields["phase"]
+            last_phase, after_weights = event.fields["phase"], False
             frames = []
+        elif event.kind == "weights_loaded" and last_phase in (None, "weight_loading"):
+            # "Model loading took …": the weights are in; until a later step says so, what runs
+            # next is the profiling pass (V0 allocates a Mamba model's state cache there)
+            last_phase, after_weights = "profile_run", True
+        elif after_weights and (event.kind in _KV_SIZE_PRINTED or event.kind == "graph_capture_done"):
+            # (the KV cache sized, or graphs captured: the profiling pass is over, the step unnamed)
+            last_phase, after_weights = None, False
         elif event.kind == "exception" and "OutOfMemory" not in event.fields.get("type", ""):
             # (a wrapper, "Engine core initialization failed", ends no traceback of its own cause:
             # the frames above it are the cut traceback of the failure)
@@ -459,6 +505,12 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
             phase, frame = found
             sink.put("traceback_phase", phase, frame, rank=1)
             sink.put("traceback_function", frame.fields.get("function"), frame, rank=1)
+        else:
+            # or the distributed set-up it was inside (Gloo/NCCL groups, the P2P check's barrier):
+            # no memory is used there yet
+            setup = next((f for f in frames if f.fields.get("function") in _DISTRIBUTED_SETUP), None)
+            if setup is not None:
+                sink.put("traceback_distributed_setup", setup.fields.get("function"), setup, rank=1)
     reached = _furthest_phase(attempt)
     if reached:
         sink.put("last_phase", reached, None, rank=1)
@@ -523,6 +575,7 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
         ("process_gib", "oom_other_process_gib"),
         ("allocated_gib", "oom_allocated_gib"),
         ("private_pools_gib", "oom_private_pools_gib"),
+        ("allowed_gib", "oom_allowed_gib"),
         ("reserved_unallocated_gib", "oom_reserved_unallocated_gib"),
     ):
         if key in f:
@@ -566,6 +619,17 @@ def _version_facts(sink: _FactSink, attempt: Attempt) -> None:
 _V1_MARKERS = ("v1/", "EngineCore", "Worker_", "VllmWorker rank", "core.py:", "Worker ", "worker_v1.py")
 # matched against " proc src file": a leading space keeps gpu_model_runner.py from passing as model_runner.py
 _V0_MARKERS = ("vllm/worker/", "VllmWorkerProcess", "llm_engine.py", " model_runner.py:", " worker.py:")
+
+
+def _omni_fact(sink: _FactSink, attempt: Attempt) -> None:
+    """vllm-omni's stage engines log as "(StageEngineCoreProc_stage2_replica0 pid=N)": the other
+    processes on the card may be sibling stages of this launch."""
+    if "omni_pipeline" in sink.facts:
+        return
+    for event in attempt.events:
+        if (event.origin.proc or "").startswith("StageEngineCoreProc"):
+            sink.put("omni_pipeline", True, event, rank=1)
+            return
 
 
 def _engine_fact(sink: _FactSink, attempt: Attempt) -> None:
@@ -634,6 +698,11 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
         own = [e for e in frames if "vllm" in e.fields.get("file", "")] or frames
         sink.put("failing_file", own[-1].fields["file"], own[-1], rank=3)
         sink.put("failing_function", own[-1].fields["function"], own[-1], rank=3)
+        # a frame reading from the network (a hub download, an HTTPS read): where an interrupted
+        # or stalled start-up was waiting
+        net = next((e for e in reversed(frames) if _NETWORK_FILE.search(e.fields.get("file", ""))), None)
+        if net is not None:
+            sink.put("network_frame", net.fields["file"], net, rank=1)
         # the traceback runs through an RL trainer that colocates its rollout engine with the
         # training process: the memory "another process" holds is the trainer's, by design
         rl = next(((e, m) for e in frames if (m := _RL_FRAMEWORK.search(e.fields.get("file", "")))), None)
@@ -909,5 +978,6 @@ def attempt_facts(attempt: Attempt) -> Facts:
     _oom_facts(sink, attempt)
     _version_facts(sink, attempt)
     _engine_fact(sink, attempt)
+    _omni_fact(sink, attempt)
     _outcome_facts(sink, attempt)
     return sink.facts

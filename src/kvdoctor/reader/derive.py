@@ -242,7 +242,8 @@ def _raise_needs(out: Facts) -> None:
     """V1 printed a negative KV budget but no total: raising the fraction to the 0.95 ceiling fits
     on any card of at least this many GiB (the shortfall over the fraction's headroom)."""
     kv, util = _v(out, "kv_cache_gib"), _v(out, "gpu_memory_utilization")
-    if kv is None or util is None or kv > 0 or "total_gpu_gib" in out or util >= CEILING:
+    # (a budget printed as 0.0 is clamped, vllm-omni's "profiling fallback": the shortfall is unknown)
+    if kv is None or util is None or kv >= 0 or "total_gpu_gib" in out or util >= CEILING:
         return
     _put(out, "min_total_gib_to_fit_by_raising", round((-kv + 0.5) / (CEILING - util), 1))
 

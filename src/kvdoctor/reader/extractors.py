@@ -410,6 +410,8 @@ _OOM_FIELD_SOURCES = (
         "reserved_unallocated_gib",
     ),
     (r"with " + _SIZE + r" allocated in private pools", "private_pools_gib"),
+    # a per-process cap (torch.cuda.set_per_process_memory_fraction) adds "39.59 GiB allowed; "
+    (_SIZE + r" allowed;", "allowed_gib"),
     # torch <= 2.0: "(GPU 0; 15.78 GiB total capacity; 14.56 GiB already allocated; 3.44 MiB free; …)"
     (_SIZE + r" total capacity;", "total_gpu_gib"),
     (_SIZE + r" already allocated", "allocated_gib"),
@@ -486,6 +488,10 @@ def _environment_error(m: re.Match[str]) -> Fields:
         kind = "disk"
     elif "shm" in text:
         kind = "shared memory"
+    elif "gloo" in text:
+        kind = "network"
+    elif "ioctl" in text:
+        kind = "driver"
     elif any(
         w in text
         for w in (
@@ -538,6 +544,8 @@ def _command(m: re.Match[str]) -> Fields | None:
     text = m.string
     if 'File "' in text or not is_vllm_command(text):
         return None
+    if "launched with command" in text:
+        return None  # vLLM's launcher naming the process that holds its port, not a launch
     flags = parse_command_line(text)
     return {"flags": flags} if flags else None
 
@@ -650,6 +658,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "node running low on memory",
             "memory usage threshold",
             "ray-oom-prevention",
+            "connectFullMesh failed",
+            "ioctl failed",
         ),
         _F(
             r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
@@ -662,7 +672,12 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"killed by SIGKILL by OOM killer|OOM killer due to high memory usage|Out of memory: Killed process \d+|"
             r"invoked oom-killer|"
             # Ray's memory monitor killing workers on a node low on RAM
-            r"node running low on memory|exceeds the memory usage threshold|ray-oom-prevention)"
+            r"node running low on memory|exceeds the memory usage threshold|ray-oom-prevention|"
+            # Gloo (the CPU group every distributed start-up creates) cannot reach a peer: the host
+            # network interface, not the GPU
+            r"Gloo connectFullMesh failed|"
+            # a TPU host's VFIO mapping refused (a driver limit, not HBM)
+            r"RESOURCE_EXHAUSTED: ioctl failed)"
         ),
         _environment_error,
     ),
@@ -772,6 +787,13 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         _breakdown,
     ),
+    # the breakdown's last clause on a line of its own (a paste that broke the line before it)
+    Extractor(
+        "profile_breakdown",
+        ("the rest of the memory reserved for KV Cache is",),
+        _F(r"^\W*the rest of the memory reserved for KV Cache is (-?\d+(?:\.\d+)?) ?GiB"),
+        lambda m: {"kv_cache_gib": float(m.group(1))},
+    ),
     Extractor(
         "profile_row",
         tuple(_TABLE_ROWS),
@@ -878,7 +900,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "free_memory_error",
         ("on startup is less than",),
         _F(
-            r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) on startup is less than desired GPU memory "  # noqa: E501
+            # (a reporter's merged range of ranks, "(34.51-34.54 / 139.8 GiB)": the first)
+            r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)(?:-\d+(?:\.\d+)?)? ?/ ?(\d+(?:\.\d+)?) GiB\) on startup is less than desired GPU memory "  # noqa: E501
             r"utilization \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)"
         ),
         _free_error,
@@ -1027,6 +1050,17 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"cache is needed, which is larger than the available KV cache memory \((-?\d+(?:\.\d+)?) ?Gi?B\)"
         ),
         _max_len_v1,
+    ),
+    # the V1 check with its middle elided by a reporter ("… max seq len (131072) ... available KV
+    # cache memory (0.88 GiB)"): the length, and the budget where it is left
+    Extractor(
+        "max_len_error",
+        ("max seq len",),
+        _F(
+            r"To serve at least one request with the models?'s max seq len \((\d+(?:,\d{3})*)\)(?!,?\s*\(?\d)"
+            r"(?:.*?available KV cache memory \((-?\d+(?:\.\d+)?) ?Gi?B\))?"
+        ),
+        lambda m: {"max_model_len": to_int(m.group(1))} | ({"kv_cache_gib": _g(m, 2)} if m.group(2) else {}),
     ),
     # the V1 check paraphrased without its first clause ("1.75 GiB KV cache is needed, available 0.13 GiB")
     Extractor(
