@@ -62,8 +62,9 @@ def _finished(previous: Line, line: Line) -> bool:
     """The message above ended a sentence and this line starts in lower case: another program's
     line (a wrapper's goodbye), not the rest of the message (a wrapped sentence goes on mid-way,
     and a new sentence starts with a capital)."""
-    # (or closed a mapping: V1's "… Failed core proc(s): {}" ends its message with one)
-    return previous.text.rstrip()[-1:] in (".", "!", "?", "}") and line.text.lstrip()[:1].islower()
+    end = previous.text.rstrip()[-1:]
+    # (a message that closes a mapping is whole: V1's "… Failed core proc(s): {}" ends with one)
+    return end == "}" or (end in (".", "!", "?") and line.text.lstrip()[:1].islower())
 
 
 def _own_prefix(line: Line) -> bool:

@@ -1,0 +1,89 @@
+"""Non-memory start-up errors named by their wording: each one's first remedy is the environment
+(driver, libraries, network, hub access) or the configuration (a dtype, a TP size, a length, a
+feature this model or GPU refuses), never a memory flag."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvdoctor.api import diagnose
+
+HEAD = "(EngineCore_DP0 pid=7) ERROR 05-01 12:00:31 [core.py:700] "
+
+CASES = [
+    ("RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)", "fix_environment"),
+    (
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error",
+        "fix_environment",
+    ),
+    ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "fix_environment"),
+    ("ImportError: libcudart.so.12: cannot open shared object file: No such file or directory", "fix_environment"),
+    ("ModuleNotFoundError: No module named 'flash_attn'", "fix_environment"),
+    ("OSError: [Errno 28] No space left on device", "fix_environment"),
+    ("RuntimeError: The NVIDIA driver on your system is too old (found version 11040).", "fix_environment"),
+    ("RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable", "fix_environment"),
+    (
+        "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method",
+        "fix_environment",
+    ),
+    (
+        "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the cached files",
+        "fix_environment",
+    ),
+    (
+        "OSError: You are trying to access a gated repo. Make sure to have access to it at https://huggingface.co/meta-llama/Llama-3.1-8B.",
+        "fix_environment",
+    ),
+    (
+        "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has compute capability 7.5. You can use float16 instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half.",
+        "fix_config",
+    ),
+    ("ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8).", "fix_config"),
+    (
+        "ValueError: User-specified max_model_len (200000) is greater than the derived max_model_len (max_position_embeddings=131072 or model_max_length=None in model's config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.",
+        "fix_config",
+    ),
+    (
+        "ValueError: The checkpoint you are trying to load has model type `qwen3_next` but Transformers does not recognize this architecture.",
+        "fix_environment",
+    ),
+    ("ValueError: Model architectures ['Qwen3NextForCausalLM'] are not supported for now.", "fix_environment"),
+    (
+        "ValueError: torch.bfloat16 is not supported for quantization method awq. Supported dtypes: [torch.float16]",
+        "fix_config",
+    ),
+    (
+        "ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: 89. Current capability: 80.",
+        "fix_config",
+    ),
+    (
+        "ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (8192). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len.",
+        "fix_config",
+    ),
+    ("ValueError: Cannot find any of ['adapter_name_or_path'] in the model's quantization config.", "fix_config"),
+    ("TypeError: __init__() got an unexpected keyword argument 'rope_scaling'", "fix_environment"),
+    ("RuntimeError: Triton Error [CUDA]: device kernel image is invalid", "fix_environment"),
+    ("RuntimeError: Failed to infer device type", "fix_environment"),
+    ("ValueError: Chunked prefill is not supported for this model", "fix_config"),
+    (
+        "RuntimeError: [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
+        "fix_environment",
+    ),
+    ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig", "fix_config"),
+    (
+        "RuntimeError: Failed to import from vllm._C with ImportError('libcudart.so.12: cannot open shared object file')",
+        "fix_environment",
+    ),
+    (
+        "ValueError: head_size 80 is not supported by FlashAttention. Supported head sizes are: [32, 64, 96, 128, 160, 192, 224, 256].",
+        "fix_environment",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "first"), CASES, ids=[c[0][:48] for c in CASES])
+def test_a_non_memory_error_names_its_fix(line: str, first: str) -> None:
+    report = diagnose(f"{HEAD}EngineCore failed to start.\n{HEAD}{line}")
+    top = report.diagnoses[0]
+    assert (report.verdict, top.remedies[0].action) == ("other", first)
+    assert "lower_gpu_memory_utilization" not in [r.action for r in top.remedies]
