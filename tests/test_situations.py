@@ -1282,3 +1282,59 @@ def test_a_per_process_cap_is_not_a_full_card() -> None:
     top = report.diagnoses[0]
     assert (top.rule, report.facts["oom_allowed_gib"]) == ("cuda-oom-process-cap", 39.59)
     assert [a.action for a in top.avoid][0] == "free_gpu_memory"
+
+
+def test_an_error_quoted_above_its_detail_log_is_that_start_up() -> None:
+    # the reporter's error first, then the run's log, which stops at the banner: one start-up
+    log = "\n".join(
+        [
+            "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-32GB GPU has compute capability 7.0. You can use float16 instead by explicitly setting the`dtype` flag in CLI, for example: --dtype=half.",
+            "",
+            "detail log:",
+            "INFO 04-16 12:12:41 config.py:820] Chunked prefill is enabled with max_num_batched_tokens=512.",
+            "INFO 04-16 12:12:41 llm_engine.py:174] Initializing an LLM engine (v0.5.4) with config: model='deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B', dtype=torch.bfloat16, max_seq_len=131072, tensor_parallel_size=1",
+        ]
+    )
+    report = diagnose(log)
+    assert len(report.attempts) == 1
+    assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_config")
+    assert report.facts["max_model_len"] == 131072
+
+
+def test_a_banner_with_a_redacted_open_quote_still_gives_its_settings() -> None:
+    log = (
+        "INFO 05-29 21:12:40 llm_engine.py:100] Initializing an LLM engine (v0.4.2) with config: model='MODELS, "
+        "speculative_config=None, tokenizer='TOKENIZER', skip_tokenizer_init=False, dtype=torch.bfloat16, "
+        "max_seq_len=4096, download_dir=None, tensor_parallel_size=2, disable_custom_all_reduce=False, seed=0)"
+    )
+    facts = diagnose(log).facts
+    assert (facts["max_model_len"], facts["tensor_parallel_size"]) == (4096, 2)
+
+
+def test_a_port_an_old_container_holds_is_the_failure_not_its_access_log() -> None:
+    log = "\n".join(
+        [
+            "docker: Error response from daemon: failed to set up container networking: driver failed programming external connectivity on endpoint x (d9): Bind for 0.0.0.0:8000 failed: port is already allocated",
+            '(APIServer pid=1) INFO:     10.0.0.1:44956 - "GET /metrics HTTP/1.1" 200 OK',
+            '(APIServer pid=1) INFO:     10.0.0.1:44956 - "GET /metrics HTTP/1.1" 200 OK',
+        ]
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.diagnoses[0].rule, report.facts["environment_kind"]) == (
+        "other",
+        "other-environment-refused",
+        "port",
+    )
+
+
+def test_an_error_a_worker_raised_inside_the_graph_capture_leads_with_eager_mode() -> None:
+    log = "\n".join(
+        [
+            "(VllmWorker rank=0 pid=36105) ERROR 08-21 08:26:21 [multiproc_executor.py:546] Traceback (most recent call last):",
+            '(VllmWorker rank=0 pid=36105) ERROR 08-21 08:26:21 [multiproc_executor.py:546]   File "/vllm-workspace/vllm-ascend/vllm_ascend/worker/model_runner_v1.py", line 2430, in capture_model',
+            "(VllmWorker rank=0 pid=36105) ERROR 08-21 08:26:21 [multiproc_executor.py:546] RuntimeError: NPU function error: c10_npu::acl::AclrtSynchronizeStreamWithTimeout(copy_stream), error code is 107027",
+            "(EngineCore_DP0 pid=35698) ERROR 08-21 08:26:35 [core.py:700] EngineCore failed to start.",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.rule, top.remedies[0].action) == ("other-non-memory-failure", "enforce_eager")

@@ -183,6 +183,14 @@ KNOWN_MISSES = {
     "3887-": "a Dynamo KV-manager hang after a healthy KV sizing: no vLLM line says the start-up stalled",
     "3890-": "an Ascend LoRA assertion in KV initialisation: a bug fixed by an upgrade, which the log cannot name",
     "3894-": "a vllm-omni stage's OOM while serving: the label is the request-time batch, the rule sees sibling stages",
+    "3991-": "a Tenstorrent DRAM OOM while allocating its KV cache: no fraction sizes it there, and the thread set no fix",
+    "3904-": "a Gemma 4 max-len failure at 16384: the shorter length fits; the next run kept it with an fp8 KV cache",
+    "3931-": "a max-len failure at boot beside a duplicate unit on the same card: nothing in the file shows the other instance",
+    "3933-": "a sampler warm-up OOM at 0.9: fewer sequences and a lower fraction both fit; the author lowered the fraction",
+    "3935-": "a max-len failure 5% short at 0.7: lowering the length and raising the fraction both fit; the author raised it",
+    "3966-": "Ray's local_world_size assertion on two nodes: a vLLM bug fixed in code, read as a TP size to change",
+    "3967-": "a Triton SIGABRT on the first request after start-up, with no Python error line",
+    "3969-": "a start-up that hangs after the attention backend line on WSL: no error, the label asks for more",
 }
 
 

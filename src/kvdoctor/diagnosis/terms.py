@@ -81,6 +81,7 @@ _ZH: dict[str, dict[str, str]] = {
         "host memory": "主机内存",
         "cluster": "集群",
         "network": "网络（网卡）",
+        "port": "端口",
     },
 }
 ZH: MappingProxyType[str, dict[str, str]] = MappingProxyType(_ZH)

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from kvdoctor._record import field, record
-from kvdoctor.reader.dumps import parse_dump
+from kvdoctor.reader.dumps import parse_dump, with_plain_entries
 from kvdoctor.reader.events import Event
 from kvdoctor.reader.facts import FIGURES, Fact, Facts
 from kvdoctor.reader.lines import SERVED, Origin
@@ -157,6 +157,26 @@ _ERROR_FIGURES = frozenset({"max_len_error", "free_memory_error", "no_cache_bloc
 
 
 def split_attempts(events: Iterable[Event]) -> Iterator[Attempt]:
+    """The start-ups of a log, in order (see the module's docstring), an error quoted above the
+    log it came from folded into that log's start-up."""
+    attempts = _split(events)
+    head = next(attempts, None)
+    if head is None:
+        return
+    second = next(attempts, None) if _error_quoted_above(head) else None
+    if second is not None and not any(e.kind in FATAL_KINDS or e.kind == "serving" for e in second.events):
+        # the reporter's error first, then the "detail log" of the same run, which stops before
+        # its own failure (round 28, 3963): one start-up
+        head.events.extend(second.events)
+        second = None
+    yield head
+    rest = ([second] if second is not None else []) + list(attempts)
+    for index, attempt in enumerate(rest, start=1):
+        attempt.index = index  # (numbered again after a fold)
+        yield attempt
+
+
+def _split(events: Iterable[Event]) -> Iterator[Attempt]:
     current = Attempt(0)
     since = 0  # events pasted ahead of their start-up do not count as its progress
     for event in events:
@@ -192,6 +212,18 @@ def _pasted_ahead(head: Attempt, start: Event) -> bool:
     logged = [e for e in head.events if e.origin.level is not None or e.origin.proc is not None]
     stamps = [e.origin.stamp for e in logged if e.origin.stamp]
     return bool(stamps) and len(stamps) == len(logged) and min(stamps) > start.origin.stamp
+
+
+def _error_quoted_above(head: Attempt) -> bool:
+    """The head is an error quoted bare (no vLLM header, no process prefix) plus, at most, logged
+    lines that make no progress (settings, warnings printed before the engine banner)."""
+    bare_fatal = [e for e in head.events if e.kind in FATAL_KINDS and e.origin.level is None and e.origin.proc is None]
+    logged = [e for e in head.events if e.origin.level is not None or e.origin.proc is not None]
+    return (
+        bool(bare_fatal)
+        and not any(e.kind in START_KINDS for e in head.events)
+        and all(e.kind not in PROGRESS_KINDS for e in logged)
+    )
 
 
 def newest_first(events: list[Event]) -> bool:
@@ -275,6 +307,17 @@ _SIMPLE_FIGURES = tuple(n for n in FIGURES if n != "max_model_len") + (
 )
 
 
+def _recaptured(sink: _FactSink, event: Event) -> bool:
+    """0.21+ captures the graphs once to profile them, before the KV cache is sized, and again for
+    real after it: a capture after a KV figure that itself came after the first capture is the one
+    the server keeps (V0's speculative decoding captures twice after the KV cache, both kept)."""
+    first = sink.facts.get("cuda_graph_gib")
+    kv = next((sink.facts[n] for n in ("kv_cache_gib", "kv_cache_tokens", "gpu_blocks") if n in sink.facts), None)
+    if first is None or kv is None or first.line is None or kv.line is None:
+        return False
+    return first.line < kv.line < event.line
+
+
 def _figure_facts(sink: _FactSink, event: Event) -> None:
     f = event.fields
     kind = event.kind
@@ -283,7 +326,9 @@ def _figure_facts(sink: _FactSink, event: Event) -> None:
         return  # OOM figures get their own oom_* names (see _oom_facts)
     for name in simple:
         if name in f:
-            sink.put(name, f[name], event, rank=3)
+            # (the 0.27+ start-up summary states what the start-up kept: above any one line's figure)
+            rank = 4 if kind == "startup_memory_summary" else 3
+            sink.put(name, f[name], event, rank=rank, latest=kind == "graph_capture_done" and _recaptured(sink, event))
     if "cuda_graph_estimate_gib" in f:  # 0.18+: the estimate stands in until the actual is logged
         sink.put("cuda_graph_gib", f["cuda_graph_estimate_gib"], event, rank=2)
     if "max_model_len" in f:
@@ -382,6 +427,8 @@ def _phase_of_frames(frames: list[Event]) -> str | None:
     found = _frame_of_phase(frames)
     return found[0] if found else None
 
+
+_CAPTURE_FUNCTIONS = frozenset({"capture_model", "_capture_cudagraphs", "capture_graph", "_warmup_and_capture"})
 
 _NETWORK_FILE = re.compile(r"(?:^|/)(?:ssl|socket)\.py$|/(?:huggingface_hub|urllib3|requests|httpx|httpcore)/")
 
@@ -698,6 +745,11 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
         own = [e for e in frames if "vllm" in e.fields.get("file", "")] or frames
         sink.put("failing_file", own[-1].fields["file"], own[-1], rank=3)
         sink.put("failing_function", own[-1].fields["function"], own[-1], rank=3)
+        # a worker's traceback ran through the graph capture (the engine's own may name only the
+        # KV set-up that called it): an error there is the capture's
+        capture = next((e for e in frames if e.fields.get("function") in _CAPTURE_FUNCTIONS), None)
+        if capture is not None:
+            sink.put("capture_frame", capture.fields["function"], capture, rank=1)
         # a frame reading from the network (a hub download, an HTTPS read): where an interrupted
         # or stalled start-up was waiting
         net = next((e for e in reversed(frames) if _NETWORK_FILE.search(e.fields.get("file", ""))), None)
@@ -772,6 +824,10 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
         ),
         None,
     )
+    if serving and all(e.text == SERVED for e in serving) and _refused_first(attempt, serving[0]):
+        # only another server's access log, after this launch was refused (docker could not bind
+        # the port an old container holds): that server is not this start-up
+        return False
     if serving and not any(e.line > serving[-1].line and (stop is None or e.line < stop.line) for e in fatal):
         if stop is not None and stop.kind == "request_error" and any(e.line > stop.line for e in fatal):
             sink.put("failed_while_serving", stop.fields["during"], stop, rank=2)
@@ -781,13 +837,26 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
         # the engine's step raised on a batch the scheduler built: start-up was over
         sink.put("failed_while_serving", dump.fields["during"], dump, rank=2)
         return True
-    at_work = [e for e in fatal if e.kind == "frame" and e.fields.get("function") in _BUSY_LOOP]
+    at_work = [
+        e
+        for e in fatal
+        if e.kind == "frame"
+        # (or in the OpenAI server's request handlers, serving_chat.py & co: a request's own error)
+        and (e.fields.get("function") in _BUSY_LOOP or "/entrypoints/openai/serving_" in e.fields.get("file", ""))
+    ]
     if at_work and _sized_kv(attempt):
         # the traceback runs through the engine's step loop: start-up was over and the engine was
         # serving a request when it failed (a request-time error, round 9)
         sink.put("failed_while_serving", at_work[0].fields["function"], at_work[0], rank=3)
         return True
     return False
+
+
+def _refused_first(attempt: Attempt, first_served: Event) -> bool:
+    """The environment refused before any line of a start-up, and what follows is access logs."""
+    refused = any(e.kind == "environment_error" and e.line < first_served.line for e in attempt.events)
+    progress = any(e.kind in START_KINDS or e.kind in ("weights_loaded", *_KV_SIZE_PRINTED) for e in attempt.events)
+    return refused and not progress
 
 
 def _stall_facts(sink: _FactSink, attempt: Attempt) -> None:
@@ -939,7 +1008,8 @@ def attempt_facts(attempt: Attempt) -> Facts:
             rank = _CONFIG_KINDS[event.kind]
             values = event.fields.get("flags")
             if values is None:
-                values = parse_dump(event.fields.get("dump", ""))
+                dump = event.fields.get("dump", "")
+                values = with_plain_entries(dump, parse_dump(dump))
             _dump_facts(sink, event, values, rank)
         elif event.kind == "gpu_name":
             sink.put(

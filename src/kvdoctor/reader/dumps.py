@@ -39,6 +39,42 @@ def parse_dump(text: str) -> dict[str, Any]:
     return {}
 
 
+# the banner's own settings, never nested in another config's repr
+_PLAIN_KEYS = frozenset(
+    {
+        "max_seq_len",
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "data_parallel_size",
+        "gpu_memory_utilization",
+        "dtype",
+        "quantization",
+        "enforce_eager",
+        "kv_cache_dtype",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+    }
+)
+# "key=value" with a plain scalar value, as a V0 banner prints its config
+_SCALAR_ENTRY = re.compile(r"(?:^|, )([a-z_][a-z0-9_]*)=([-\w.]+)(?=, |\)?$)")
+
+
+def with_plain_entries(text: str, result: dict[str, Any]) -> dict[str, Any]:
+    """A dump cut at a parse error (a quote a reporter's redaction left open: "model='MODELS, …")
+    keeps what came before it (`parse_dump`); the plain `key=number/word` entries of the whole
+    text, after it too, are still read."""
+    for key, raw in _SCALAR_ENTRY.findall(text):
+        if key in result or key not in _PLAIN_KEYS:
+            continue
+        if re.fullmatch(r"-?\d+", raw):
+            result[key] = int(raw)
+        elif re.fullmatch(r"-?\d+\.\d*(?:[eE][-+]?\d+)?", raw):
+            result[key] = float(raw)
+        else:
+            result[key] = _KEYWORDS.get(raw, raw)
+    return result
+
+
 # the grammar of dumps.lark, read by hand: a dump is read on most start-ups, and this keeps lark's
 # import (~30 ms) off that path (issue 11). tests/test_dumps.py holds it equal to the grammar.
 _TOKEN = re.compile(

@@ -490,6 +490,8 @@ def _environment_error(m: re.Match[str]) -> Fields:
         kind = "shared memory"
     elif "gloo" in text:
         kind = "network"
+    elif "bind for" in text or "already allocated" in text:
+        kind = "port"
     elif "ioctl" in text:
         kind = "driver"
     elif any(
@@ -647,6 +649,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "forward compatibility was attempted",
             "free disk space",
             "No space left on device",
+            "Disk quota exceeded",
             "/dev/shm",
             "shm-size",
             "placement group",
@@ -660,10 +663,12 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "ray-oom-prevention",
             "connectFullMesh failed",
             "ioctl failed",
+            "port is already allocated",
+            "failed programming external connectivity",
         ),
         _F(
             r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
-            r"Not enough free disk space|No space left on device|"
+            r"Not enough free disk space|No space left on device|Disk quota exceeded|"
             r"exceeds memory available in /dev/shm|--shm-size|"
             r"Waiting for creating a placement group|No available node types can fulfill resource request|"
             # the host (or the container) out of RAM: a checkpoint shard that cannot be mapped
@@ -677,7 +682,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
             # network interface, not the GPU
             r"Gloo connectFullMesh failed|"
             # a TPU host's VFIO mapping refused (a driver limit, not HBM)
-            r"RESOURCE_EXHAUSTED: ioctl failed)"
+            r"RESOURCE_EXHAUSTED: ioctl failed|"
+            # docker could not publish the port: another container (an old server) holds it
+            r"Bind for [\d.:]+ failed|port is already allocated)"
         ),
         _environment_error,
     ),
@@ -1188,6 +1195,13 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"Starting profile run|Memory profiling takes"),
         _phase,
     ),
+    # a plug-in's own KV allocation progress (Tenstorrent: "Allocating TT kv caches for each layer")
+    Extractor(
+        "phase",
+        ("kv caches for each layer",),
+        _F(r"Allocating \w+ kv caches for each layer"),
+        lambda m: {"phase": "kv_cache_allocation"},
+    ),
     Extractor(
         "phase",
         ("Captur", "captur", "CUDA graphs can take", "Profiling CUDA graph"),
@@ -1522,6 +1536,30 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ("FATAL ERROR :: MODULE:",),
         _F(r"FATAL ERROR :: MODULE:(\S+) (.*)"),
         lambda m: {"type": f"HabanaError({m.group(1)})", "message": m.group(2)},
+    ),
+    # Tenstorrent's allocator: "Out of Memory: Not enough space to allocate 71999488 B DRAM buffer
+    # across 12 banks, …" (device DRAM, in bytes)
+    Extractor(
+        "cuda_oom",
+        ("Not enough space to allocate",),
+        _F(r"Out of Memory: Not enough space to allocate (\d+) B (DRAM|L1) buffer"),
+        lambda m: {"device": "TT", "tried_gib": round(int(m.group(1)) / 2**30, 3)},
+    ),
+    # Ascend's aclnn parameter check, printed bare after the op that failed ("AclNN_Parameter_Error(EZ1001):
+    # Tensor scale not implemented for DT_FLOAT16, …"): the dtype or shape given, not memory
+    Extractor(
+        "exception",
+        ("AclNN_",),
+        _F(r"^\W*(AclNN_\w+_Error)\((\w+)\):?\s*(.*)$"),
+        lambda m: {"type": m.group(1), "message": f"{m.group(2)}: {m.group(3)}".rstrip(": ")},
+    ),
+    # vLLM's dtype check logged as a record of its own by a wrapper (NIM), not raised on a line
+    # of its own: "ERROR … Bfloat16 is only supported on GPUs with compute capability of at least 8.0. …"
+    Extractor(
+        "exception",
+        ("Bfloat16 is only supported",),
+        _F(r"(?<!: )(?<!:)(Bfloat16 is only supported on GPUs with compute capability.*)$"),
+        lambda m: {"type": "ValueError", "message": m.group(1).strip()},
     ),
     # a torch OOM message cut off by the paste: "RuntimeError: CUDA out of"
     Extractor("cuda_oom", ("CUDA out of", "HIP out of"), _F(r"(CUDA|HIP) out of(?: m[a-z]*)?\s*$"), _cuda_oom),

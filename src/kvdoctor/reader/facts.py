@@ -131,6 +131,7 @@ KNOWN_FACTS = frozenset(
         "traceback_function",
         "traceback_distributed_setup",
         "network_frame",
+        "capture_frame",
         "last_phase",
         "incomplete_at",
         "trainer_oom_file",

@@ -18,7 +18,8 @@ MAX_JOIN = 8
 MAX_COMMAND_JOIN = 64
 WRAP_WIDTH = 100  # a physical line at least this long that ends mid-token was cut by a terminal
 TERMINAL_WIDTH = 80  # ... or one exactly as long as the classic terminal
-_EXC_START = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Interrupt)|AssertionError)\b:\s")
+# (Ascend's "AclNN_Parameter_Error(EZ1001):" carries a code and puts its message on the next line)
+_EXC_START = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Interrupt)|AssertionError)\b(?:\(\w+\))?:(?:\s|$)")
 # A line that starts a new record rather than continuing the message above it.
 _NEW_RECORD = re.compile(
     r"^\s*(?:$|Traceback|File \"|During handling|The above exception|\[|\(|\$ |#|\||[│╭╰]|`{3}|~{3}|"
