@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,8 @@ from kvdoctor.api import diagnose
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
+
+_LEVEL = re.compile(r"^(\(?[^()]*pid=\d+[^)]*\) |)((?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d)")
 
 FORMS: dict[str, Callable[[list[str]], list[str]]] = {
     "compose": lambda ls: [f"vllm-1  | {line}" for line in ls],
@@ -40,6 +43,8 @@ FORMS: dict[str, Callable[[list[str]], list[str]]] = {
     "crlf": lambda ls: [f"{line}\r" for line in ls],
     "html": lambda ls: [html.escape(line) for line in ls],
     "80-columns": lambda ls: [line[i : i + 80] for line in ls for i in range(0, max(len(line), 1), 80)],
+    # VLLM_LOGGING_PREFIX: a literal before the level of every line vLLM's logger writes
+    "logging-prefix": lambda ls: [_LEVEL.sub(r"\1[svc-a] \2", line, count=1) for line in ls],
 }
 
 

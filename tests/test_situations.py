@@ -1338,3 +1338,18 @@ def test_an_error_a_worker_raised_inside_the_graph_capture_leads_with_eager_mode
     )
     top = diagnose(log).diagnoses[0]
     assert (top.rule, top.remedies[0].action) == ("other-non-memory-failure", "enforce_eager")
+
+
+def test_a_vllm_logging_prefix_keeps_each_line_s_level_and_clock() -> None:
+    # VLLM_LOGGING_PREFIX puts a literal before the level: a WARNING that names an ImportError
+    # while falling back stays a warning, not the failure
+    log = "\n".join(
+        [
+            "[svc-a] INFO 05-01 12:00:00 [api_server.py:1000] vLLM API server version 0.9.1",
+            "[svc-a] WARNING 05-01 12:00:01 [utils.py:100] Failed to import flash_attn; falling back. ImportError: libcudart.so.11.0: cannot open shared object file",
+            "[svc-a] INFO 05-01 12:00:05 [gpu_model_runner.py:1800] Model loading took 14.99 GiB and 10.0 seconds",
+            "[svc-a] INFO 05-01 12:00:15 [gpu_worker.py:200] Available KV cache memory: 11.20 GiB",
+        ]
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.facts["failed"]) == ("healthy", False)

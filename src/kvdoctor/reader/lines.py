@@ -355,6 +355,8 @@ _HEADER = re.compile(
     r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<stamp>\d\d-\d\d \d\d:\d\d:\d\d)"
     r"(?:[.,]\d+)? \[?(?P<src>[^\]\s]+?):(?P<lineno>\d+)\] ?"
 )
+# the same header after a short literal prefix (VLLM_LOGGING_PREFIX)
+_PREFIXED_HEADER = re.compile(r" (?=(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d)")
 _JSON_KEYS = ("log", "message", "msg", "textPayload", "MESSAGE")
 # Cheap gate before the wrapper table: only lines that could start with one are tried.
 _MAYBE_WRAPPED = re.compile(
@@ -441,6 +443,19 @@ def peel(text: str) -> tuple[str, Origin]:
             break  # vLLM's own header is the innermost wrapper
         if text == before:
             break
+    if level is None and not text[:1].isspace():
+        # VLLM_LOGGING_PREFIX (0.6.4+): a literal the operator set, before vLLM's header
+        # ("[svc-a] INFO 05-01 12:00:00 [api_server.py:1000] …"); kept as the line's container
+        found = _PREFIXED_HEADER.search(text, 0, 80)
+        if found and found.start() > 0:
+            rest = text[found.start() + 1 :]
+            m = _HEADER.match(rest)
+            if m:
+                container = container or text[: found.start()].strip() or None
+                level, stamp = m.group("level"), m.group("stamp")
+                bracket = "[" if rest[m.start("src") - 1] == "[" else ""
+                src = f"{bracket}{m.group('src')}:{m.group('lineno')}"
+                text = rest[m.end() :]
     if text.startswith("**") and text.endswith("**") and len(text) > 4:
         text = text[2:-2]  # a message a paste set in markdown bold ("**CUDA error: …**")
     origin = Origin(proc, pid, rank, container, level, stamp, src, repeated)
