@@ -191,6 +191,23 @@ KNOWN_MISSES = {
     "3966-": "Ray's local_world_size assertion on two nodes: a vLLM bug fixed in code, read as a TP size to change",
     "3967-": "a Triton SIGABRT on the first request after start-up, with no Python error line",
     "3969-": "a start-up that hangs after the attention backend line on WSL: no error, the label asks for more",
+    "4131-": "an RL trainer's host-RAM OOM named only in the title: the file shows a healthy sleep-mode rollout",
+    "4134-": "a CUDA assert in Ray worker init whose text is only in the title: the traceback stops in torch's lazy init",
+    "4135-": "TRL's hard-coded max_num_batched_tokens: the ValueError line is not in the file",
+    "4136-": "an invalid device ordinal after a Ray upgrade, named only in the title: the traceback stops before it",
+    "4194-": "a Neuron KeyError on local_world_size: a setting the NxD back-end needs, which the error does not name",
+    "4196-": "Ascend's lack of NPU streams is only in the reporter's words: the file stops at the first capture",
+    "4198-": "an XPU host-RAM spike during Triton warm-up: the failing lines were not posted",
+    "4200-": "a Spyre platform AttributeError cut before its message",
+    "4201-": "a markdown table of Spyre compile errors: no vLLM log line",
+    "4203-": "vllm-ascend V1 not supporting Qwen2.5-VL, named only in the title: the traceback stops in the profiling pass",
+    "4204-": "a Triton OOM in a backport fork whose error line is cut",
+    "4205-": "vllm-neuron's missing NxDI dependency, named only in the title",
+    "4206-": "a Ray two-node world-size error named only in the reporter's words",
+    "4161-": "a Triton assertion on the first request after a healthy Ray Serve start-up: the label is the request's crash",
+    "4166-": "a UCX segfault between two vGPU slices of one card: no Python error line",
+    "4167-": "only the V1 wrapper lines under HAMi 2.7: the root cause is not in the file",
+    "4170-": "a Kubernetes startup-probe event only: no vLLM line",
 }
 
 

@@ -82,6 +82,7 @@ _ZH: dict[str, dict[str, str]] = {
         "cluster": "集群",
         "network": "网络（网卡）",
         "port": "端口",
+        "vGPU layer (HAMi)": "vGPU 层（HAMi）",
     },
 }
 ZH: MappingProxyType[str, dict[str, str]] = MappingProxyType(_ZH)

@@ -111,7 +111,8 @@ class Attempt:
         # figures quoted bare (no vLLM header, no process prefix) above a log are not a start-up
         # of their own; an error always is
         return any(
-            e.kind in FATAL_KINDS or (e.kind in PROGRESS_KINDS and (e.origin.level or e.origin.proc))
+            (e.kind in FATAL_KINDS and not _benign(e))
+            or (e.kind in PROGRESS_KINDS and (e.origin.level or e.origin.proc))
             for e in self.events[since:]
         )
 
@@ -709,7 +710,13 @@ def _engine_fact(sink: _FactSink, attempt: Attempt) -> None:
 def _benign(event: Event) -> bool:
     """An exception named inside an INFO/WARNING message ("… falling back; ImportError: …") is a
     message, not the failure: vLLM logs a failing traceback at ERROR (or prints it raw)."""
-    return event.kind == "exception" and event.origin.level in ("INFO", "WARNING", "WARN", "DEBUG")
+    # (and the traceback a WARNING prints with it: "WARNING … [config.py:1154] Traceback …")
+    return event.kind in ("exception", "traceback", "frame") and event.origin.level in (
+        "INFO",
+        "WARNING",
+        "WARN",
+        "DEBUG",
+    )
 
 
 def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:

@@ -425,6 +425,7 @@ def _oom_fields() -> tuple[tuple[re.Pattern[str], str], ...]:
     return tuple((re.compile(source), name) for source, name in _OOM_FIELD_SOURCES)
 
 
+_TPU_HBM = re.compile(r"Used \d+(?:\.\d+)?[GM] of (\d+(?:\.\d+)?)G hbm")
 _OOM_PROCESS = re.compile(r"Process (\d+) has " + _SIZE + " memory in use")
 _OOM_GPU = re.compile(r"\(?GPU (\d+)[;)]? has|\(GPU (\d+);")
 
@@ -492,6 +493,8 @@ def _environment_error(m: re.Match[str]) -> Fields:
         kind = "network"
     elif "bind for" in text or "already allocated" in text:
         kind = "port"
+    elif "hami" in text:
+        kind = "vGPU layer (HAMi)"
     elif "ioctl" in text:
         kind = "driver"
     elif any(
@@ -665,6 +668,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "ioctl failed",
             "port is already allocated",
             "failed programming external connectivity",
+            "HAMI-core ERROR",
         ),
         _F(
             r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
@@ -684,7 +688,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
             # a TPU host's VFIO mapping refused (a driver limit, not HBM)
             r"RESOURCE_EXHAUSTED: ioctl failed|"
             # docker could not publish the port: another container (an old server) holds it
-            r"Bind for [\d.:]+ failed|port is already allocated)"
+            r"Bind for [\d.:]+ failed|port is already allocated|"
+            # HAMi's vGPU layer (libvgpu) refusing a device or a memory limit it enforces
+            r"HAMI-core ERROR \([^)]*\)\]: [^.]*)"
         ),
         _environment_error,
     ),
@@ -1132,7 +1138,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor("cuda_oom", ("out of memory",), _F(r"Triton Error \[(CUDA|HIP)\]: out of memory"), _cuda_oom),
     # (the exception itself, "torch.OutOfMemoryError: …" or a bare last line; not a sentence that
     # names it, "OutOfMemoryError for 0.6.4.post1 but 0.6.3.post1 is working")
-    Extractor("cuda_oom", ("OutOfMemoryError",), _F(r"(NPU|XPU)?\w*OutOfMemoryError(?=:|\s*$|\s*\()"), _cuda_oom),
+    # (Ray's own "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on
+    # memory" is the host's RAM: the environment extractor reads it)
+    Extractor(
+        "cuda_oom",
+        ("OutOfMemoryError",),
+        _F(r"(?<!exceptions\.)(NPU|XPU)?\w*OutOfMemoryError(?=:|\s*$|\s*\()"),
+        _cuda_oom,
+    ),
     # §8.3 / §9.3 related messages
     Extractor(
         "user_max_len_warning",
@@ -1207,7 +1220,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ("Captur", "captur", "CUDA graphs can take", "Profiling CUDA graph"),
         _F(
             r"CUDA graphs can take additional|"
-            r"Capturing (?:the model for CUDA graphs|cudagraphs|CUDA graph shapes|CUDA graphs)|"
+            # (vllm-ascend: "Capturing ACL graphs …", "Starting to capture ACL graphs for cases")
+            r"Capturing (?:the model for CUDA graphs|cudagraphs|CUDA graph shapes|CUDA graphs|ACL graphs)|"
+            r"Starting to capture ACL graphs|"
             r"Profiling CUDA graph memory"
         ),
         _phase,
@@ -1511,6 +1526,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
             **({"tried_gib": float(m.group(1) or m.group(3))} if (m.group(1) or m.group(3)) else {}),
             # a compiled program is loaded at the warm-up that stands for graph capture on TPU
             **({"phase": "cuda_graph_capture"} if m.group(3) else {}),
+            # "Used 20.44G of 15.75G hbm": the chip's HBM
+            **({"total_gpu_gib": float(h.group(1))} if (h := _TPU_HBM.search(m.string)) else {}),
         },
     ),
     # Gaudi (vllm-fork): "Loading model weights took in total 15.05 GiB of device memory (15.05 GiB/30.15 GiB used)"
@@ -1552,6 +1569,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ("AclNN_",),
         _F(r"^\W*(AclNN_\w+_Error)\((\w+)\):?\s*(.*)$"),
         lambda m: {"type": m.group(1), "message": f"{m.group(2)}: {m.group(3)}".rstrip(": ")},
+    ),
+    # vllm-ascend's graph capture out of NPU streams, logged as records rather than raised on a line:
+    # "ACLgraph has insufficient available streams to capture …", "Create capture stream failed, …"
+    Extractor(
+        "exception",
+        ("ACLgraph has insufficient", "Create capture stream failed"),
+        _F(r"^\W*((?:ACLgraph has insufficient available streams|Create capture stream failed).*)$"),
+        lambda m: {"type": "RuntimeError", "message": m.group(1).strip()},
     ),
     # vLLM's dtype check logged as a record of its own by a wrapper (NIM), not raised on a line
     # of its own: "ERROR … Bfloat16 is only supported on GPUs with compute capability of at least 8.0. …"
