@@ -1353,3 +1353,17 @@ def test_a_vllm_logging_prefix_keeps_each_line_s_level_and_clock() -> None:
     )
     report = diagnose(log)
     assert (report.verdict, report.facts["failed"]) == ("healthy", False)
+
+
+def test_another_compose_service_serving_is_not_this_server_starting() -> None:
+    # `docker compose logs` interleaves services: the gateway's uvicorn start is not vLLM's
+    log = "\n".join(
+        [
+            "vllm-1  | (EngineCore_DP0 pid=9) INFO 03-08 03:06:37 [gpu_model_runner.py:4338] Model loading took 8.38 GiB memory and 2.2 seconds",
+            "vllm-1  | (EngineCore_DP0 pid=9) INFO 03-08 03:06:45 [gpu_worker.py:424] Available KV cache memory: -1.2 GiB",
+            "vllm-1  | (EngineCore_DP0 pid=9) ERROR 03-08 03:06:45 [core.py:700] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+            "gateway-1  | INFO:     Application startup complete.",
+        ]
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.facts["started"]) == ("no_cache_blocks", False)

@@ -110,9 +110,10 @@ class Attempt:
     def progressed(self, since: int = 0) -> bool:
         # figures quoted bare (no vLLM header, no process prefix) above a log are not a start-up
         # of their own; an error always is
+        # (a traceback a WARNING prints is neither)
         return any(
-            (e.kind in FATAL_KINDS and not _benign(e))
-            or (e.kind in PROGRESS_KINDS and (e.origin.level or e.origin.proc))
+            not _benign(e)
+            and (e.kind in FATAL_KINDS or (e.kind in PROGRESS_KINDS and (e.origin.level or e.origin.proc)))
             for e in self.events[since:]
         )
 
@@ -814,10 +815,14 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
     # the engine at work counts only before any failure: serving lines after one belong to another
     # instance sharing the log (a start-up inside a long serving log)
     first_fatal = min((e.line for e in fatal), default=None)
+    own = _vllm_container(attempt)
     serving = [
         e
         for e in attempt.events
-        if e.kind == "serving" and (e.text != SERVED or first_fatal is None or e.line < first_fatal)
+        if e.kind == "serving"
+        and (e.text != SERVED or first_fatal is None or e.line < first_fatal)
+        # (another service of a compose stack serving is not this server: "asr-1 | … startup complete")
+        and (own is None or e.origin.container in (None, own))
     ]
     # serving, unless something fatal came after it (uvicorn's "Application startup complete"
     # precedes the port bind, corpus val-other 006); what fails after the server was told to shut
@@ -857,6 +862,18 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
         sink.put("failed_while_serving", at_work[0].fields["function"], at_work[0], rank=3)
         return True
     return False
+
+
+def _vllm_container(attempt: Attempt) -> str | None:
+    """The container (compose service, pod) vLLM's own start-up lines come from, where lines name
+    one: the service of its weights, KV and banner lines."""
+    seen = [e.origin.container for e in attempt.events if e.kind in _VLLM_OWN and e.origin.container]
+    return max(set(seen), key=seen.count) if seen else None
+
+
+_VLLM_OWN = frozenset(
+    {"weights_loaded", "available_kv_memory", "gpu_blocks", "kv_cache_size", "engine_banner", "version"}
+)
 
 
 def _refused_first(attempt: Attempt, first_served: Event) -> bool:

@@ -476,7 +476,16 @@ def _maybe_embedded(text: str) -> bool:
 
 def _split_records(text: str) -> list[str]:
     pieces = [p for p in re.split(_EMBEDDED_PROC, text) if p.strip()]
-    return pieces or [text]
+    out: list[str] = []
+    carry = ""
+    for piece in pieces:
+        if not peel(piece)[0].strip() and piece is not pieces[-1]:
+            # a wrapper's prefix alone ("vllm-1  |" of docker compose) belongs to the record after it
+            carry += piece + " "
+            continue
+        out.append(carry + piece)
+        carry = ""
+    return out or [text]
 
 
 # High-volume serving lines (stats, access log, request log). They never carry start-up facts,
