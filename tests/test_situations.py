@@ -1367,3 +1367,15 @@ def test_another_compose_service_serving_is_not_this_server_starting() -> None:
     )
     report = diagnose(log)
     assert (report.verdict, report.facts["started"]) == ("no_cache_blocks", False)
+
+
+def test_an_access_log_inside_json_log_records_is_still_serving() -> None:
+    import json
+
+    lines = [
+        "(EngineCore pid=7) INFO 06-13 20:08:40 [gpu_worker.py:1] Available KV cache memory: 10.0 GiB",
+        '(APIServer pid=2) INFO:     10.0.0.1:5000 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    ]
+    plain = diagnose("\n".join(lines))
+    carried = diagnose("\n".join(json.dumps({"log": line + "\n", "stream": "stderr"}) for line in lines))
+    assert (carried.verdict, carried.facts["started"]) == (plain.verdict, plain.facts["started"]) == ("healthy", True)

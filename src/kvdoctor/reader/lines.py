@@ -493,6 +493,7 @@ def _split_records(text: str) -> list[str]:
 SERVING_MARKERS = (
     "Avg prompt throughput",
     'HTTP/1.1" ',
+    'HTTP/1.1\\" ',  # (the access log inside a JSON log record, its quote escaped)
     "Received request ",
     "Added request ",
     "Finished request ",
