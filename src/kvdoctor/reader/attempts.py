@@ -166,7 +166,9 @@ def split_attempts(events: Iterable[Event]) -> Iterator[Attempt]:
     if head is None:
         return
     second = next(attempts, None) if _error_quoted_above(head) else None
-    if second is not None and not any(e.kind in FATAL_KINDS or e.kind == "serving" for e in second.events):
+    if second is not None and not any(
+        e.kind in FATAL_KINDS or e.kind in ("serving", "worker_wait") for e in second.events
+    ):
         # the reporter's error first, then the "detail log" of the same run, which stops before
         # its own failure (round 28, 3963): one start-up
         head.events.extend(second.events)
@@ -432,7 +434,9 @@ def _phase_of_frames(frames: list[Event]) -> str | None:
 
 _CAPTURE_FUNCTIONS = frozenset({"capture_model", "_capture_cudagraphs", "capture_graph", "_warmup_and_capture"})
 
-_NETWORK_FILE = re.compile(r"(?:^|/)(?:ssl|socket)\.py$|/(?:huggingface_hub|urllib3|requests|httpx|httpcore)/")
+# (the standard library's ssl.py / socket.py, not a package's: zmq/sugar/socket.py is vLLM's own
+# channel between its processes)
+_NETWORK_FILE = re.compile(r"/python3[\d.]*/(?:ssl|socket)\.py$|/(?:huggingface_hub|urllib3|requests|httpx|httpcore)/")
 
 _DISTRIBUTED_SETUP = frozenset(
     {
@@ -501,6 +505,7 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
     oom_event: Event | None = None
     framed = False
     after_weights = False  # last_phase is the profiling pass only because the weights were loaded
+    loaded: Event | None = None  # ... by this "Model loading took" line
     for event in attempt.events:
         if event.kind == "frame":
             frames.append(event)
@@ -510,7 +515,7 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
         elif event.kind == "weights_loaded" and last_phase in (None, "weight_loading"):
             # "Model loading took …": the weights are in; until a later step says so, what runs
             # next is the profiling pass (V0 allocates a Mamba model's state cache there)
-            last_phase, after_weights = "profile_run", True
+            last_phase, after_weights, loaded = "profile_run", True, event
         elif after_weights and (event.kind in _KV_SIZE_PRINTED or event.kind == "graph_capture_done"):
             # (the KV cache sized, or graphs captured: the profiling pass is over, the step unnamed)
             last_phase, after_weights = None, False
@@ -519,7 +524,11 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
             # the frames above it are the cut traceback of the failure)
             frames = frames if "out of memory" in event.text or _is_wrapper(event) else []
         elif event.kind in ("cuda_oom", "warmup_oom"):
-            _one_oom(sink, event, frames, last_phase)
+            phase = last_phase
+            if after_weights and loaded is not None and _other_process(loaded, event):
+                # one rank's weights are in, another's OOM is its own loading (V0 tensor parallel)
+                phase = "weight_loading"
+            _one_oom(sink, event, frames, phase)
             oom_event = event
             framed = bool(frames)
             frames = []
@@ -563,6 +572,13 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
     reached = _furthest_phase(attempt)
     if reached:
         sink.put("last_phase", reached, None, rank=1)
+
+
+def _other_process(a: Event, b: Event) -> bool:
+    """The two lines name different processes (pids, or process names where no pid is shown)."""
+    if a.origin.pid is not None and b.origin.pid is not None:
+        return a.origin.pid != b.origin.pid
+    return a.origin.proc != b.origin.proc
 
 
 def _furthest_phase(attempt: Attempt) -> str | None:
@@ -822,7 +838,7 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
         if e.kind == "serving"
         and (e.text != SERVED or first_fatal is None or e.line < first_fatal)
         # (another service of a compose stack serving is not this server: "asr-1 | … startup complete")
-        and (own is None or e.origin.container in (None, own))
+        and (own is None or not _service(e.origin.container) or e.origin.container == own)
     ]
     # serving, unless something fatal came after it (uvicorn's "Application startup complete"
     # precedes the port bind, corpus val-other 006); what fails after the server was told to shut
@@ -867,8 +883,13 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
 def _vllm_container(attempt: Attempt) -> str | None:
     """The container (compose service, pod) vLLM's own start-up lines come from, where lines name
     one: the service of its weights, KV and banner lines."""
-    seen = [e.origin.container for e in attempt.events if e.kind in _VLLM_OWN and e.origin.container]
+    # (a JSON record's stream, stdout or stderr, names no service: uvicorn writes to stderr)
+    seen = [e.origin.container for e in attempt.events if e.kind in _VLLM_OWN and _service(e.origin.container)]
     return max(set(seen), key=seen.count) if seen else None
+
+
+def _service(container: str | None) -> bool:
+    return container is not None and container not in ("stdout", "stderr")
 
 
 _VLLM_OWN = frozenset(

@@ -668,7 +668,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "ioctl failed",
             "port is already allocated",
             "failed programming external connectivity",
-            "HAMI-core ERROR",
+            "Illegal device id",
         ),
         _F(
             r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
@@ -690,7 +690,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             # docker could not publish the port: another container (an old server) holds it
             r"Bind for [\d.:]+ failed|port is already allocated|"
             # HAMi's vGPU layer (libvgpu) refusing a device or a memory limit it enforces
-            r"HAMI-core ERROR \([^)]*\)\]: [^.]*)"
+            r"HAMI-core ERROR \([^)]*\)\]: Illegal device id[^.]*)"
         ),
         _environment_error,
     ),
@@ -1559,7 +1559,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor(
         "cuda_oom",
         ("Not enough space to allocate",),
-        _F(r"Out of Memory: Not enough space to allocate (\d+) B (DRAM|L1) buffer"),
+        # (DRAM only: an L1 buffer is the on-chip SRAM, which no memory setting of vLLM sizes)
+        _F(r"Out of Memory: Not enough space to allocate (\d+) B (DRAM) buffer"),
         lambda m: {"device": "TT", "tried_gib": round(int(m.group(1)) / 2**30, 3)},
     ),
     # Ascend's aclnn parameter check, printed bare after the op that failed ("AclNN_Parameter_Error(EZ1001):

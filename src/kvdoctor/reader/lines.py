@@ -445,13 +445,12 @@ def peel(text: str) -> tuple[str, Origin]:
             break
     if level is None and not text[:1].isspace():
         # VLLM_LOGGING_PREFIX (0.6.4+): a literal the operator set, before vLLM's header
-        # ("[svc-a] INFO 05-01 12:00:00 [api_server.py:1000] …"); kept as the line's container
+        # ("[svc-a] INFO 05-01 12:00:00 [api_server.py:1000] …", or a clock `ts` adds)
         found = _PREFIXED_HEADER.search(text, 0, 80)
         if found and found.start() > 0:
             rest = text[found.start() + 1 :]
             m = _HEADER.match(rest)
             if m:
-                container = container or text[: found.start()].strip() or None
                 level, stamp = m.group("level"), m.group("stamp")
                 bracket = "[" if rest[m.start("src") - 1] == "[" else ""
                 src = f"{bracket}{m.group('src')}:{m.group('lineno')}"
