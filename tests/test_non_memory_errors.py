@@ -78,6 +78,28 @@ CASES = [
         "ValueError: head_size 80 is not supported by FlashAttention. Supported head sizes are: [32, 64, 96, 128, 160, 192, 224, 256].",
         "fix_environment",
     ),
+    ("RuntimeError: Cannot find any model weights with `/models/qwen`", "fix_config"),
+    (
+        "ValueError: Unrecognized configuration class <class 'transformers_modules.x.configuration_x.XConfig'> for this kind of AutoModel: AutoModelForCausalLM.",
+        "fix_environment",
+    ),
+    ("RuntimeError: FlashAttention only supports Ampere GPUs or newer.", "fix_config"),
+    ("AssertionError: Torch not compiled with CUDA enabled", "fix_environment"),
+    (
+        "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': '/data/models/qwen/'. Use `repo_type` argument if needed.",
+        "fix_config",
+    ),
+    (
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIPv6: 0, code: -98, name: EADDRINUSE, message: address already in use",
+        "fix_environment",
+    ),
+    (
+        "ValueError: Quantization method specified in the model config (gptq) does not match the quantization method specified in the `quantization` argument (awq).",
+        "fix_config",
+    ),
+    ("ValueError: Tokenizer class QWenTokenizer does not exist or is not currently imported.", "fix_config"),
+    ("RuntimeError: CUDA driver version is insufficient for CUDA runtime version", "fix_environment"),
+    ("ValueError: max_model_len (32768) must be divisible by block_size", "fix_config"),
 ]
 
 
