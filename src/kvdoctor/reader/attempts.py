@@ -728,12 +728,10 @@ def _benign(event: Event) -> bool:
     """An exception named inside an INFO/WARNING message ("… falling back; ImportError: …") is a
     message, not the failure: vLLM logs a failing traceback at ERROR (or prints it raw)."""
     # (and the traceback a WARNING prints with it: "WARNING … [config.py:1154] Traceback …")
-    return event.kind in ("exception", "traceback", "frame") and event.origin.level in (
-        "INFO",
-        "WARNING",
-        "WARN",
-        "DEBUG",
-    )
+    return event.kind in ("exception", "traceback", "frame") and event.origin.level in _MESSAGE_LEVELS
+
+
+_MESSAGE_LEVELS = frozenset({"INFO", "WARNING", "WARN", "DEBUG"})
 
 
 def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:

@@ -541,6 +541,15 @@ def _exception(m: re.Match[str]) -> Fields:
     return {"type": m.group(1), "message": m.group(2).strip()}
 
 
+def _message_as(exception_type: str) -> Callable[[re.Match[str]], Fields]:
+    """An error's message printed without its exception type, under the type that raises it."""
+
+    def fields(m: re.Match[str]) -> Fields:
+        return {"type": exception_type, "message": m.group(1).strip()}
+
+    return fields
+
+
 def _frame(m: re.Match[str]) -> Fields:
     return {"file": m.group(1), "function": m.group(2)}
 
@@ -1493,7 +1502,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "exception",
         ("CUDA error: ", "HIP error: "),
         _F(r"^((?:CUDA|HIP) error: .+)$"),
-        lambda m: {"type": "RuntimeError", "message": m.group(1).strip()},
+        _message_as("RuntimeError"),
     ),
     # pydantic's ValidationError (vLLM 0.10+ config classes) puts the reason on the next, indented
     # line: "  Value error, Model architectures [...] failed to be inspected. … [type=value_error, …]"
@@ -1501,7 +1510,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "exception",
         ("Value error, ",),
         _F(r"^\s*Value error, (.+?)(?:\s*\[type=value_error\b.*)?$"),
-        lambda m: {"type": "ValueError", "message": m.group(1).strip()},
+        _message_as("ValueError"),
     ),
     # vllm-ascend and the RunPod worker's own lines
     Extractor(
@@ -1577,7 +1586,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "exception",
         ("ACLgraph has insufficient", "Create capture stream failed"),
         _F(r"^\W*((?:ACLgraph has insufficient available streams|Create capture stream failed).*)$"),
-        lambda m: {"type": "RuntimeError", "message": m.group(1).strip()},
+        _message_as("RuntimeError"),
     ),
     # vLLM's dtype check logged as a record of its own by a wrapper (NIM), not raised on a line
     # of its own: "ERROR … Bfloat16 is only supported on GPUs with compute capability of at least 8.0. …"
@@ -1585,7 +1594,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "exception",
         ("Bfloat16 is only supported",),
         _F(r"(?<!: )(?<!:)(Bfloat16 is only supported on GPUs with compute capability.*)$"),
-        lambda m: {"type": "ValueError", "message": m.group(1).strip()},
+        _message_as("ValueError"),
     ),
     # a torch OOM message cut off by the paste: "RuntimeError: CUDA out of"
     Extractor("cuda_oom", ("CUDA out of", "HIP out of"), _F(r"(CUDA|HIP) out of(?: m[a-z]*)?\s*$"), _cuda_oom),

@@ -392,6 +392,15 @@ def _peel_json(text: str) -> tuple[str, str | None] | None:
     return None
 
 
+def _vllm_header(text: str) -> tuple[str, str, str, str] | None:
+    """vLLM's own header at the start of the text: its level, clock, "[file:line" and the message."""
+    m = _HEADER.match(text)
+    if not m:
+        return None
+    bracket = "[" if text[m.start("src") - 1] == "[" else ""
+    return m.group("level"), m.group("stamp"), f"{bracket}{m.group('src')}:{m.group('lineno')}", text[m.end() :]
+
+
 def peel(text: str) -> tuple[str, Origin]:
     """Strip wrappers repeatedly (they nest) and return the message and its origin."""
     proc = container = level = stamp = src = None
@@ -434,12 +443,9 @@ def peel(text: str) -> tuple[str, Origin]:
             if rep:
                 repeated = int(rep.group(1))
                 text = text[: rep.start()]
-        m = _HEADER.match(text)
-        if m:
-            level, stamp = m.group("level"), m.group("stamp")
-            bracket = "[" if text[m.start("src") - 1] == "[" else ""
-            src = f"{bracket}{m.group('src')}:{m.group('lineno')}"
-            text = text[m.end() :]
+        header = _vllm_header(text)
+        if header:
+            level, stamp, src, text = header
             break  # vLLM's own header is the innermost wrapper
         if text == before:
             break
@@ -447,14 +453,9 @@ def peel(text: str) -> tuple[str, Origin]:
         # VLLM_LOGGING_PREFIX (0.6.4+): a literal the operator set, before vLLM's header
         # ("[svc-a] INFO 05-01 12:00:00 [api_server.py:1000] …", or a clock `ts` adds)
         found = _PREFIXED_HEADER.search(text, 0, 80)
-        if found and found.start() > 0:
-            rest = text[found.start() + 1 :]
-            m = _HEADER.match(rest)
-            if m:
-                level, stamp = m.group("level"), m.group("stamp")
-                bracket = "[" if rest[m.start("src") - 1] == "[" else ""
-                src = f"{bracket}{m.group('src')}:{m.group('lineno')}"
-                text = rest[m.end() :]
+        header = _vllm_header(text[found.start() + 1 :]) if found and found.start() > 0 else None
+        if header:
+            level, stamp, src, text = header
     if text.startswith("**") and text.endswith("**") and len(text) > 4:
         text = text[2:-2]  # a message a paste set in markdown bold ("**CUDA error: …**")
     origin = Origin(proc, pid, rank, container, level, stamp, src, repeated)
