@@ -460,3 +460,13 @@ def test_the_stats_loggers_start_up_kv_line_is_read_not_passed_over_as_serving()
     )
     report = diagnose(log)
     assert (report.verdict, report.facts["gpu_blocks"]) == ("healthy", 3518)
+
+
+def test_the_data_parallel_block_sum_is_not_read_as_one_engines_blocks() -> None:
+    # "%d Engines: …" prints the sum over the data-parallel engines: each engine holds a share
+    from kvdoctor.api import diagnose
+
+    line = "(APIServer pid=7) INFO 10-02 11:04:51 [loggers.py:205] {} Engines: vllm cache_config_info with initialization after num_gpu_blocks is: {}"
+    assert "gpu_blocks" not in diagnose(line.format(4, 93612)).facts
+    assert diagnose(line.format(4, 0)).facts["gpu_blocks"] == 0
+    assert diagnose(line.format(1, 5924)).facts["gpu_blocks"] == 5924

@@ -596,7 +596,10 @@ def _phase(m: re.Match[str]) -> Fields:
 
 
 def _cache_info(m: re.Match[str]) -> Fields:
-    return {"gpu_blocks": to_int(m.group(1))}
+    # "%d Engines: …" (0.11.1+) is the SUM over the data-parallel engines (the front end adds
+    # each engine's count): one engine's share is not printed, unless the sum is 0
+    engines, blocks = int(m.group(1) or 1), to_int(m.group(2))
+    return {"gpu_blocks": blocks} if engines == 1 or blocks == 0 else {}
 
 
 def _override(m: re.Match[str]) -> Fields:
@@ -872,7 +875,10 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor(
         "cache_config_info",
         ("cache_config_info",),
-        _F(r"initialization after num_gpu_blocks is: (\d+(?:,\d{3})*)"),
+        _F(
+            r"(?:(\d+) Engines: )?(?:vllm )?cache_config_info with initialization"
+            r" after num_gpu_blocks is: (\d+(?:,\d{3})*)"
+        ),
         _cache_info,
     ),
     Extractor(
