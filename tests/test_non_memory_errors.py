@@ -100,7 +100,69 @@ CASES = [
     ("ValueError: Tokenizer class QWenTokenizer does not exist or is not currently imported.", "fix_config"),
     ("RuntimeError: CUDA driver version is insufficient for CUDA runtime version", "fix_environment"),
     ("ValueError: max_model_len (32768) must be divisible by block_size", "fix_config"),
+    # Ray: the task that starts the engine got no GPU, or the cluster has fewer than TP asks
+    (
+        "ValueError: Current node has no GPU available. current_node_resource={'CPU': 96.0}. vLLM engine cannot start without GPU.",
+        "fix_environment",
+    ),
+    (
+        "ValueError: Cannot provide a placement group requiring 4.0 GPUs (placement_group_specs=[{'GPU': 1.0}]) within 1800 seconds.",
+        "fix_environment",
+    ),
+    # torch's shape check inside the model's forward: the model code or release, not memory
+    ("RuntimeError: shape '[7447, -1, 128]' is invalid for input of size 137191424", "fix_environment"),
 ]
+
+
+def test_a_shape_error_logged_bare_above_its_traceback_is_the_failure() -> None:
+    # V0's MQ engine logs str(e) above the traceback; the traceback's last line is cut
+    log = "\n".join(
+        [
+            "ERROR 07-17 11:55:38 [engine.py:458] shape '[7447, -1, 128]' is invalid for input of size 137191424",
+            "ERROR 07-17 11:55:38 [engine.py:458] Traceback (most recent call last):",
+            'ERROR 07-17 11:55:38 [engine.py:458]   File "/venv/lib/python3.10/site-packages/vllm/worker/model_runner.py", line 1302, in profile_run',
+            "ERROR 07-17 11:55:38 [engine.py:458]     self.execute_model(model_input, kv_caches, intermediate_tensors)",
+        ]
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_environment")
+
+
+def test_nccls_own_cuda_failure_warning_names_the_environment() -> None:
+    # NCCL_DEBUG=INFO output, then the worker's traceback with its exception cut
+    log = "\n".join(
+        [
+            "[2026-04-13 19:52:24] host:508:508 [0] init.cc:426 NCCL WARN Cuda failure 'operation not supported'",
+            "host:508:508 [0] NCCL INFO init.cc:1437 -> 1",
+            "(Worker pid=509) ERROR 04-13 19:52:24 [multiproc_executor.py:800] WorkerProc failed to start.",
+            "(Worker pid=509) ERROR 04-13 19:52:24 [multiproc_executor.py:800] Traceback (most recent call last):",
+            '(Worker pid=509) ERROR 04-13 19:52:24 [multiproc_executor.py:800]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/executor/multiproc_executor.py", line 771, in worker_main',
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (report.verdict, top.remedies[0].action) == ("other", "fix_environment")
+    assert "NCCL's CUDA call" in top.remedies[0].text
+
+
+def test_a_traceback_cut_inside_torch_compile_leads_with_eager_mode() -> None:
+    frame = '(EngineCore_0 pid=7) ERROR 07-15 03:02:32 [core.py:586]   File "/venv/lib/python3.12/site-packages/{}", line {}, in {}'
+    log = "\n".join(
+        [
+            "(EngineCore_0 pid=7) ERROR 07-15 03:02:32 [core.py:586] EngineCore failed to start.",
+            "(EngineCore_0 pid=7) ERROR 07-15 03:02:32 [core.py:586] Traceback (most recent call last):",
+            frame.format("vllm/v1/worker/gpu_model_runner.py", 2021, "profile_run"),
+            frame.format("torch/_dynamo/output_graph.py", 1539, "_call_user_compiler"),
+            frame.format("torch/_dynamo/repro/after_dynamo.py", 150, "__call__"),
+        ]
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "enforce_eager")
+    # a compiled model only running through Dynamo's frames on its forward is no compile failure
+    running = log.replace("torch/_dynamo/output_graph.py", "torch/_dynamo/eval_frame.py").replace(
+        "torch/_dynamo/repro/after_dynamo.py", "torch/nn/modules/module.py"
+    )
+    assert diagnose(running).diagnoses[0].remedies[0].action != "enforce_eager"
 
 
 @pytest.mark.parametrize(("line", "first"), CASES, ids=[c[0][:48] for c in CASES])

@@ -1379,3 +1379,45 @@ def test_an_access_log_inside_json_log_records_is_still_serving() -> None:
     plain = diagnose("\n".join(lines))
     carried = diagnose("\n".join(json.dumps({"log": line + "\n", "stream": "stderr"}) for line in lines))
     assert (carried.verdict, carried.facts["started"]) == (plain.verdict, plain.facts["started"]) == ("healthy", True)
+
+
+def test_v0_profiling_a_long_context_leads_with_a_shorter_length() -> None:
+    # V0 without chunked prefill profiles one batch as long as max_model_len (the model's own
+    # 128k here, from the catalog) and refuses a --max-num-batched-tokens below it
+    log = "\n".join(
+        [
+            "INFO 06-26 07:40:00 llm_engine.py:161] Initializing an LLM engine (v0.5.0.post1) with config: model='microsoft/Phi-3-vision-128k-instruct', tokenizer='microsoft/Phi-3-vision-128k-instruct', dtype=torch.float16, tensor_parallel_size=1",
+            "INFO 06-26 07:48:15 model_runner.py:160] Loading model weights took 7.7 GB",
+            "Traceback (most recent call last):",
+            '  File "/vllm/vllm/worker/worker.py", line 162, in determine_num_available_blocks',
+            "    self.model_runner.profile_run()",
+            '  File "/vllm/vllm/worker/model_runner.py", line 844, in profile_run',
+            "    self.execute_model(seqs, kv_caches)",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 12.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 6.10 GiB is free.",
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (report.verdict, top.remedies[0].action) == ("cuda_oom", "lower_max_model_len")
+    assert "131072" in top.remedies[0].text and "estimate" in top.remedies[0].text
+    assert report.facts["max_model_len_estimate"] == 131072
+    # with chunked prefill the batch no longer follows the length
+    chunked = diagnose(log.replace("tensor_parallel_size=1", "tensor_parallel_size=1, enable_chunked_prefill=True"))
+    assert chunked.diagnoses[0].remedies[0].action == "reduce_max_num_batched_tokens"
+
+
+def test_graph_capture_oom_at_a_fraction_of_098_leads_with_a_lower_fraction() -> None:
+    log = "\n".join(
+        [
+            "INFO 03-01 10:00:00 llm_engine.py:100] Initializing an LLM engine (v0.4.1) with config: model='Qwen/Qwen1.5-14B-Chat', gpu_memory_utilization=0.98, tensor_parallel_size=1",
+            "INFO 03-01 10:01:00 llm_engine.py:300] # GPU blocks: 1200, # CPU blocks: 512",
+            "INFO 03-01 10:01:02 model_runner.py:900] Capturing the model for CUDA graphs. This may lead to unexpected consequences if the model is not static.",
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 39.39 GiB of which 4.00 MiB is free.",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.remedies[0].action, top.remedies[0].value) == ("lower_gpu_memory_utilization", 0.9)
+    assert top.remedies[1].action == "enforce_eager"
+    # at vLLM's default fraction, eager mode still leads
+    default = diagnose(log.replace("gpu_memory_utilization=0.98, ", "")).diagnoses[0]
+    assert default.remedies[0].action == "enforce_eager"

@@ -83,6 +83,7 @@ _ZH: dict[str, dict[str, str]] = {
         "network": "网络（网卡）",
         "port": "端口",
         "vGPU layer (HAMi)": "vGPU 层（HAMi）",
+        "NCCL's CUDA call": "NCCL 的 CUDA 调用",
     },
 }
 ZH: MappingProxyType[str, dict[str, str]] = MappingProxyType(_ZH)

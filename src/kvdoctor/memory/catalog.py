@@ -9,6 +9,7 @@ reference catalog, each entry with its source). Both files are read once, lazily
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -127,6 +128,21 @@ def params_from_name(text: str) -> float | None:
         if m:
             size = float(m.group(2))
             return round(int(m.group(1)) * size * _MOE_SHARE, 1) if m.group(1) else size
+    return None
+
+
+# a context length a repo name announces ("…-128k-instruct", "…-Gradient-1048k")
+_LENGTH_TOKEN = re.compile(r"(\d{2,4})k")
+
+
+def context_from_name(text: str) -> int | None:
+    """Tokens of context a model name announces ("Phi-3-vision-128k-instruct" -> 131072), if any."""
+    for token in model_key(text).split("-"):
+        m = _LENGTH_TOKEN.fullmatch(token)
+        if m and int(m.group(1)) >= 16:
+            tokens = int(m.group(1)) * 1024
+            power = 1 << round(math.log2(tokens))  # ("1048k" is 2**20: a power of two by another name)
+            return power if abs(power - tokens) <= 0.03 * tokens else tokens
     return None
 
 

@@ -20,8 +20,15 @@ from kvdoctor.memory.budget import (
     estimate_non_torch,
     kv_capacity,
 )
-from kvdoctor.memory.catalog import ModelEntry, find_model, params_from_name, quantization_from_name
+from kvdoctor.memory.catalog import (
+    ModelEntry,
+    context_from_name,
+    find_model,
+    params_from_name,
+    quantization_from_name,
+)
 from kvdoctor.memory.layout import KvLayout, kv_layout
+from kvdoctor.memory.model import default_max_model_len
 from kvdoctor.memory.weights import estimate_weights, linear_bytes_per_param
 
 FP8_DTYPES = frozenset({"fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"})
@@ -176,6 +183,13 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
     layout = ctx.layout()
     if ctx.entry is not None:
         out["model_catalog_id"] = ctx.entry.id
+    if not ctx.max_model_len:
+        # the length vLLM derives when none is given: the model's config, else what its name says
+        longest = default_max_model_len(ctx.entry.config) if ctx.entry is not None else None
+        model = _str(facts, "model")
+        longest = longest or (context_from_name(model) if model else None)
+        if longest:
+            out["max_model_len_estimate"] = longest
     per_token = layout.bytes_per_token if layout is not None and layout.bytes_per_token else None
     logged_gib, logged_tokens = _num(facts, "kv_cache_gib"), _num(facts, "kv_cache_tokens")
     if per_token is None and logged_gib and logged_tokens and logged_gib > 0:

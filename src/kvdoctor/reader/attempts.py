@@ -437,6 +437,12 @@ _CAPTURE_FUNCTIONS = frozenset({"capture_model", "_capture_cudagraphs", "capture
 # (the standard library's ssl.py / socket.py, not a package's: zmq/sugar/socket.py is vLLM's own
 # channel between its processes)
 _NETWORK_FILE = re.compile(r"/python3[\d.]*/(?:ssl|socket)\.py$|/(?:huggingface_hub|urllib3|requests|httpx|httpcore)/")
+# the files that compile (Dynamo tracing a frame and calling its backend, Inductor's codegen,
+# vLLM's compilation backend), not those a compiled model runs through on every forward
+_COMPILE_FILE = re.compile(
+    r"torch/_dynamo/(?:convert_frame|output_graph|repro/after_dynamo)\.py$"
+    r"|torch/_inductor/(?:compile_fx|codecache|async_compile|graph)\.py$|vllm/compilation/(?:backends|compiler_interface)\.py$"
+)
 
 _DISTRIBUTED_SETUP = frozenset(
     {
@@ -774,6 +780,11 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
             sink.put("capture_frame", capture.fields["function"], capture, rank=1)
         # a frame reading from the network (a hub download, an HTTPS read): where an interrupted
         # or stalled start-up was waiting
+        # a frame inside torch.compile (Dynamo, Inductor, vLLM's compilation backend): where a
+        # traceback cut before its error was compiling the model, a step eager mode skips
+        compiling = next((e for e in reversed(frames) if _COMPILE_FILE.search(e.fields.get("file", ""))), None)
+        if compiling is not None:
+            sink.put("compile_frame", compiling.fields["file"], compiling, rank=1)
         net = next((e for e in reversed(frames) if _NETWORK_FILE.search(e.fields.get("file", ""))), None)
         if net is not None:
             sink.put("network_frame", net.fields["file"], net, rank=1)

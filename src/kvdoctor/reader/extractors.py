@@ -497,6 +497,8 @@ def _environment_error(m: re.Match[str]) -> Fields:
         kind = "vGPU layer (HAMi)"
     elif "ioctl" in text:
         kind = "driver"
+    elif "nccl warn" in text:
+        kind = "NCCL's CUDA call"
     elif any(
         w in text
         for w in (
@@ -681,6 +683,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "port is already allocated",
             "failed programming external connectivity",
             "Illegal device id",
+            "NCCL WARN Cuda failure",
         ),
         _F(
             r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
@@ -702,7 +705,10 @@ EXTRACTORS: tuple[Extractor, ...] = (
             # docker could not publish the port: another container (an old server) holds it
             r"Bind for [\d.:]+ failed|port is already allocated|"
             # HAMi's vGPU layer (libvgpu) refusing a device or a memory limit it enforces
-            r"HAMI-core ERROR \([^)]*\)\]: Illegal device id[^.]*)"
+            r"HAMI-core ERROR \([^)]*\)\]: Illegal device id[^.]*|"
+            # NCCL's own warning that a CUDA call it made failed (a vGPU without UVM, a container
+            # without IPC): the communicator cannot start, whatever the memory
+            r"NCCL WARN Cuda failure '[^']*')"
         ),
         _environment_error,
     ),
@@ -1508,6 +1514,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "exception",
         ("CUDA error: ", "HIP error: "),
         _F(r"^((?:CUDA|HIP) error: .+)$"),
+        _message_as("RuntimeError"),
+    ),
+    # torch's shape check printed bare (V0's MQ engine logs str(e) above the traceback):
+    # "shape '[7447, -1, 128]' is invalid for input of size 137191424"
+    Extractor(
+        "exception",
+        ("is invalid for input of size",),
+        _F(r"^(shape '\[[\d, -]*\]' is invalid for input of size \d+)"),
         _message_as("RuntimeError"),
     ),
     # pydantic's ValidationError (vLLM 0.10+ config classes) puts the reason on the next, indented

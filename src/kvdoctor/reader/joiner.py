@@ -126,7 +126,7 @@ def _join(previous: Line, line: Line) -> Line:
     glue = "" if _terminal_wrap(previous, line) else " "
     return replace(
         previous,
-        text=f"{previous.text.rstrip() if glue else previous.text.rstrip()}{glue}{line.text.strip()}",
+        text=f"{previous.text.rstrip()}{glue}{line.text.strip()}",
         raw=line.raw,
     )
 
@@ -190,8 +190,10 @@ def _wrapped(previous: Line, line: Line, width: int, joined: int) -> bool:
 
 def _unwrap(previous: Line, line: Line, width: int) -> Line:
     # the pieces side by side are the line as printed (a dropped trailing space comes back)
-    glue = "" if len(previous.raw) == width else " "
-    return replace(previous, text=f"{previous.text}{glue}{line.raw}", raw=line.raw)
+    # (and a space the cut fell on, that the piece's text lost, stays between the words)
+    spaces = previous.raw[len(previous.raw.rstrip()) :]
+    glue = spaces if len(previous.raw) == width else " "
+    return replace(previous, text=f"{previous.text.rstrip()}{glue}{line.raw}", raw=line.raw)
 
 
 def common_indent(lines: list[Line]) -> str:
