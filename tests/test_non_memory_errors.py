@@ -111,7 +111,27 @@ CASES = [
     ),
     # torch's shape check inside the model's forward: the model code or release, not memory
     ("RuntimeError: shape '[7447, -1, 128]' is invalid for input of size 137191424", "fix_environment"),
+    # torch's custom-op schema check: a torch too old for the plugin, whatever the block size
+    (
+        "ValueError: infer_schema(func): Parameter block_size has unsupported type list[int]. The valid types are: dict_keys([<class 'torch.Tensor'>])",
+        "fix_environment",
+    ),
 ]
+
+
+def test_a_missing_kernel_library_inside_graph_capture_is_the_environment_not_the_capture() -> None:
+    frame = '(Worker pid=9) ERROR 09-20 10:00:00 [multiproc_executor.py:597]   File "/vllm-ascend/vllm_ascend/{}", line {}, in {}'
+    log = "\n".join(
+        [
+            "(Worker pid=9) ERROR 09-20 10:00:00 [multiproc_executor.py:597] WorkerProc hit an exception.",
+            "(Worker pid=9) ERROR 09-20 10:00:00 [multiproc_executor.py:597] Traceback (most recent call last):",
+            frame.format("worker/model_runner_v1.py", 2900, "capture_model"),
+            frame.format("compilation/acl_graph.py", 180, "__call__"),
+            "(Worker pid=9) ERROR 09-20 10:00:00 [multiproc_executor.py:597] AttributeError: '_OpNamespace' '_C_ascend' object has no attribute 'weak_ref_tensor'",
+        ]
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_environment")
 
 
 def test_a_shape_error_logged_bare_above_its_traceback_is_the_failure() -> None:
