@@ -1421,3 +1421,19 @@ def test_graph_capture_oom_at_a_fraction_of_098_leads_with_a_lower_fraction() ->
     # at vLLM's default fraction, eager mode still leads
     default = diagnose(log.replace("gpu_memory_utilization=0.98, ", "")).diagnoses[0]
     assert default.remedies[0].action == "enforce_eager"
+
+
+def test_a_length_a_little_short_at_a_fraction_set_low_leads_with_the_fraction() -> None:
+    line = (
+        "(EngineCore_DP0 pid=9) ERROR 03-02 10:00:05 [core.py:1000] ValueError: To serve at least one request with "
+        "the model's max seq len (8192), (0.44 GiB KV cache is needed, which is larger than the available KV cache "
+        "memory (0.41 GiB). Based on the available memory, the estimated maximum model length is 7760. Try "
+        "increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
+    )
+    banner = "(APIServer pid=1) INFO 03-02 10:00:00 [utils.py:100] non-default args: {'model': 'Qwen/Qwen2.5-7B-Instruct', 'max_model_len': 8192, 'gpu_memory_utilization': %s}"
+    low = diagnose("\n".join([banner % "0.65", line])).diagnoses[0]
+    assert (low.remedies[0].action, low.remedies[0].value) == ("raise_gpu_memory_utilization", 0.7)
+    assert low.remedies[1].action == "lower_max_model_len"
+    # at vLLM's own default the shorter length still leads
+    usual = diagnose("\n".join([banner % "0.9", line])).diagnoses[0]
+    assert usual.remedies[0].action == "lower_max_model_len"

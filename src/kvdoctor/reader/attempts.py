@@ -804,7 +804,9 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
             source="derived",
             derived=True,
         )
-    exceptions = [e for e in attempt.events if e.kind == "exception"]
+    # (an exception a WARNING or INFO message names is not the failure while one is raised)
+    every = [e for e in attempt.events if e.kind == "exception"]
+    exceptions = [e for e in every if not _benign(e)] or every
     if exceptions:
         # the root cause is usually the first exception; wrappers ("Engine core initialization
         # failed") come after it

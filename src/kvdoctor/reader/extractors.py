@@ -1661,6 +1661,13 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"^[\s`'\">]*(?:\w+ )?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)):\s*(.*)$"),
         _exception,
     ),
+    # a traceback's last line naming the exception without a message (`raise NotImplementedError`)
+    Extractor(
+        "exception",
+        ("Error", "Exception"),
+        _F(r"^[\s`'\">]*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\s*$"),
+        lambda m: {"type": m.group(1), "message": ""},
+    ),
 )
 
 # Event kinds whose extractor may fire on the same line as another (an OOM inside an exception).
