@@ -470,3 +470,30 @@ def test_the_data_parallel_block_sum_is_not_read_as_one_engines_blocks() -> None
     assert "gpu_blocks" not in diagnose(line.format(4, 93612)).facts
     assert diagnose(line.format(4, 0)).facts["gpu_blocks"] == 0
     assert diagnose(line.format(1, 5924)).facts["gpu_blocks"] == 5924
+
+
+def test_a_bare_exception_name_ending_a_traceback_is_the_error() -> None:
+    from kvdoctor.api import diagnose
+
+    log = "\n".join(
+        [
+            "[rank0]: Traceback (most recent call last):",
+            '[rank0]:   File "/venv/lib/python3.10/site-packages/vllm/worker/worker_base.py", line 107, in determine_num_available_blocks',
+            "[rank0]:     raise NotImplementedError",
+            "[rank0]: NotImplementedError",
+        ]
+    )
+    report = diagnose(log)
+    assert (report.facts["error_type"], report.verdict) == ("NotImplementedError", "other")
+
+
+def test_an_exception_a_warning_names_does_not_hide_the_one_raised() -> None:
+    from kvdoctor.api import diagnose
+
+    log = "\n".join(
+        [
+            "(EngineCore pid=7) WARNING 06-23 15:43:18 [import_utils.py:408] AssertionError",
+            "(EngineCore pid=7) ERROR 06-23 15:43:20 [core.py:700] RuntimeError: Could not find nvcc and default cuda_home='/usr/local/cuda' doesn't exist",
+        ]
+    )
+    assert diagnose(log).facts["error_type"] == "RuntimeError"
