@@ -111,6 +111,10 @@ CASES = [
     ),
     # torch's shape check inside the model's forward: the model code or release, not memory
     ("RuntimeError: shape '[7447, -1, 128]' is invalid for input of size 137191424", "fix_environment"),
+    # a kernel handed a tensor on the wrong device (a separately installed flash-attn): the library
+    ("RuntimeError: cu_seqlens_q must be on CUDA", "fix_environment"),
+    # a script printing the Hub's refusal without the exception type
+    ("Llama 3.2 1B failed: You are trying to access a gated repo.", "fix_environment"),
     # torch's custom-op schema check: a torch too old for the plugin, whatever the block size
     (
         "ValueError: infer_schema(func): Parameter block_size has unsupported type list[int]. The valid types are: dict_keys([<class 'torch.Tensor'>])",

@@ -1524,6 +1524,17 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"^(shape '\[[\d, -]*\]' is invalid for input of size \d+)"),
         _message_as("RuntimeError"),
     ),
+    # the Hub refusing a gated model, its message printed by a script without the exception type
+    # ("❌ … failed: You are trying to access a gated repo." / "Cannot access gated repo for url …")
+    Extractor(
+        "exception",
+        ("access a gated repo", "Cannot access gated repo"),
+        _F(
+            r"(?<!Error: )(?<!Exception: )"
+            r"((?:You are trying to access a gated repo|Cannot access gated repo for url)\b.*)$"
+        ),
+        _message_as("GatedRepoError"),
+    ),
     # pydantic's ValidationError (vLLM 0.10+ config classes) puts the reason on the next, indented
     # line: "  Value error, Model architectures [...] failed to be inspected. … [type=value_error, …]"
     Extractor(
