@@ -113,6 +113,11 @@ CASES = [
     ("RuntimeError: shape '[7447, -1, 128]' is invalid for input of size 137191424", "fix_environment"),
     # a kernel handed a tensor on the wrong device (a separately installed flash-attn): the library
     ("RuntimeError: cu_seqlens_q must be on CUDA", "fix_environment"),
+    # torch_npu's C++ error printed raw, HCCL's "Memory resources are exhausted" for a queue pair after it
+    (
+        "operator():build/CMakeFiles/torch_npu.dir/compiler_depend.ts:161 NPU function error: call aclnnMoeDistributeDispatchV3 failed, error code is 561000",
+        "fix_environment",
+    ),
     # a script printing the Hub's refusal without the exception type
     ("Llama 3.2 1B failed: You are trying to access a gated repo.", "fix_environment"),
     # torch's custom-op schema check: a torch too old for the plugin, whatever the block size

@@ -1524,6 +1524,16 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"^(shape '\[[\d, -]*\]' is invalid for input of size \d+)"),
         _message_as("RuntimeError"),
     ),
+    # torch_npu's C++ error printed raw by a rank, not raised on a line of its own ("[rank0]:[E119 …]
+    # operator():…compiler_depend.ts:161 NPU function error: call aclnnMoeDistributeDispatchV3 failed,
+    # error code is 561000"): the Ascend stack refusing, whatever memory words follow (HCCL's
+    # "Memory resources are exhausted" for a transport's queue pair)
+    Extractor(
+        "exception",
+        ("NPU function error: ",),
+        _F(r"^(?!.*(?:Error|Exception): .*NPU function error).*?(NPU function error: .+)$"),
+        _message_as("NPUError"),
+    ),
     # the Hub refusing a gated model, its message printed by a script without the exception type
     # ("❌ … failed: You are trying to access a gated repo." / "Cannot access gated repo for url …")
     Extractor(
