@@ -1437,3 +1437,33 @@ def test_a_length_a_little_short_at_a_fraction_set_low_leads_with_the_fraction()
     # at vLLM's own default the shorter length still leads
     usual = diagnose("\n".join([banner % "0.9", line])).diagnoses[0]
     assert usual.remedies[0].action == "lower_max_model_len"
+
+
+def test_the_api_server_polling_for_a_silent_engine_core_for_minutes_is_a_stall() -> None:
+    poll = "(APIServer pid=1) DEBUG 08-09 {} [v1/engine/utils.py:1262] Waiting for 1 local, 0 remote core engine proc(s) to start."
+    stamps = [f"20:{m:02d}:{s:02d}" for m in range(55, 62) for s in (0, 10, 20, 30, 40, 50)]
+    report = diagnose("\n".join(poll.format(t) for t in stamps))
+    assert report.diagnoses[0].rule == "start-up-stalled"
+    assert "core engine proc(s) to start" in report.diagnoses[0].explanation
+    # the core loading its weights meanwhile is slow, not stalled
+    loading = [poll.format(t) for t in stamps]
+    loading.insert(
+        3, "(EngineCore pid=7) INFO 08-09 20:55:31 [default_loader.py:1] Loading weights took 500.00 seconds"
+    )
+    assert all(d.rule != "start-up-stalled" for d in diagnose("\n".join(loading)).diagnoses)
+
+
+def test_torchs_rendezvous_retrying_an_unreachable_host_is_the_network() -> None:
+    log = "\n".join(
+        [
+            "INFO 10-28 11:45:00 [__init__.py:216] Automatically detected platform cpu.",
+            "[W1028 11:51:17.703484000 TCPStore.cpp:347] [c10d] TCP client failed to connect/validate to host 10.0.0.1:53758 - retrying (try=10, timeout=1800000ms, delay=30805ms): Failed to recv, got 0 bytes.",
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (report.verdict, top.remedies[0].action, report.facts["environment_kind"]) == (
+        "other",
+        "fix_environment",
+        "network",
+    )

@@ -221,6 +221,12 @@ KNOWN_MISSES = {
     "4621-": "FlashInfer's 'Unsupported kv cache shape' under kvcached, named only in the title",
     "4622-": "a V1 'tuple' attribute error for Qwen2.5-Omni: the fix (V0) is not in the error",
     "4625-": "an embedding model run as 'generate': the missing embed_tokens names no task",
+    "4660-": "a vllm-omni stage's no-cache-blocks in CI 'by chance': which stage held the card, the thread did not settle",
+    "4663-": "a DeepGEMM assertion on MTP's next_n: the fix (drop the speculative setting) is not in the error",
+    "4700-": "a pod memory-limit kill while loading weights: the log ends at 10% of the shards, the kill is not in it",
+    "4701-": "a TP=2 hang under HAMi-core: the excerpt shows under two minutes of the API server's polls",
+    "4705-": "a KeyError on an attention layer's name (a model/vLLM mismatch) that names no setting or library",
+    "4707-": "NIM's JSON records with the traceback inside an exc_info string cut by the paste",
     "4626-": "the no-cache-blocks error only in the title, an 0.9 GiB model: the co-tenant or the fraction, unread",
 }
 

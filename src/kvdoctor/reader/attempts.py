@@ -919,12 +919,18 @@ def _stall_facts(sink: _FactSink, attempt: Attempt) -> None:
     """The engine waited on a silent worker, minute after minute, and the log ends there: how long
     (from the first wait's start to the last, by the header clock; else the waits added up)."""
     waits = [e for e in attempt.events if e.kind == "worker_wait"]
+    # (the API server's poll for its engine core counts only where nothing else came after the
+    # first poll: a core loading weights or compiling meanwhile is slow, not stalled)
+    first_poll = next((i for i, e in enumerate(attempt.events) if e.fields.get("silent_only")), None)
+    if first_poll is not None and any(e.kind != "worker_wait" for e in attempt.events[first_poll:]):
+        waits = [e for e in waits if not e.fields.get("silent_only")]
     if not waits:
         return
     first = float(waits[0].fields.get("seconds", 60)) / 60
     span = _minutes_between(waits[0].origin.stamp, waits[-1].origin.stamp)
     minutes = first + span if span is not None else sum(float(e.fields.get("seconds", 60)) for e in waits) / 60
     sink.put("stalled_minutes", round(minutes, 1), waits[-1], rank=1)
+    sink.put("stall_message", waits[-1].fields.get("message", ""), waits[-1], rank=1)
 
 
 def _exiting_server_fact(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> None:

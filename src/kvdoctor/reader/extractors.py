@@ -179,9 +179,9 @@ def _free_summary(m: re.Match[str]) -> Fields:
         "device": m.group(1),
         "free_gpu_gib_at_startup": _g(m, 2),
         "total_gpu_gib": _g(m, 3),
-        "gpu_memory_utilization": _g(m, 4),
-        "requested_gib": _g(m, 5),
     }
+    if m.group(4):  # (the "Desired …" sentence, where the excerpt kept it)
+        fields |= {"gpu_memory_utilization": _g(m, 4), "requested_gib": _g(m, 5)}
     for pattern, name in (
         (r"(\d+(?:\.\d+)?) GiB for weights?\b", "weights_gib"),
         (r"(\d+(?:\.\d+)?) GiB for peak activation", "activation_peak_gib"),
@@ -489,7 +489,7 @@ def _environment_error(m: re.Match[str]) -> Fields:
         kind = "disk"
     elif "shm" in text:
         kind = "shared memory"
-    elif "gloo" in text:
+    elif "gloo" in text or "tcp client" in text:
         kind = "network"
     elif "bind for" in text or "already allocated" in text:
         kind = "port"
@@ -684,6 +684,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "failed programming external connectivity",
             "Illegal device id",
             "NCCL WARN Cuda failure",
+            "TCP client failed to connect",
         ),
         _F(
             r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
@@ -708,7 +709,10 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"HAMI-core ERROR \([^)]*\)\]: Illegal device id[^.]*|"
             # NCCL's own warning that a CUDA call it made failed (a vGPU without UVM, a container
             # without IPC): the communicator cannot start, whatever the memory
-            r"NCCL WARN Cuda failure '[^']*')"
+            r"NCCL WARN Cuda failure '[^']*'|"
+            # torch's rendezvous (TCPStore) that cannot reach the address the ranks meet at (a host
+            # IP that is not this machine's, a firewall): it retries until its timeout
+            r"TCP client failed to connect/validate to host \S+)"
         ),
         _environment_error,
     ),
@@ -897,7 +901,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor(
         "graph_capture_done",
         ("Graph capturing finished",),
-        _F(r"Graph capturing finished in (\d+(?:\.\d+)?) secs?(?:, took (-?\d+(?:\.\d+)?) GiB)?"),
+        # (a reporter's markdown may bold the figures: "finished in **17 secs**, took 0.48 GiB")
+        _F(r"Graph capturing finished in \**(\d+(?:\.\d+)?) secs?\**(?:, took \**(-?\d+(?:\.\d+)?) GiB)?"),
         _graph_done,
     ),
     # V0 0.6+ captures every shape under one progress bar; its last frame at 100% is the capture
@@ -1002,10 +1007,11 @@ EXTRACTORS: tuple[Extractor, ...] = (
     ),
     Extractor(
         "startup_memory_summary",
-        ("on startup. Desired",),
+        # (the "Desired …" sentence may be cut from an excerpt: the free and total figures stand alone)
+        ("on startup.",),
         _F(
-            r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) on startup\. Desired GPU memory utilization "  # noqa: E501
-            r"is \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)\..*"
+            r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) on startup\."
+            r"(?: Desired GPU memory utilization is \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)\.)?.*"
         ),
         _free_summary,
     ),
@@ -1290,7 +1296,15 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "worker_wait",
         ("No available shared memory broadcast block",),
         _F(r"No available shared memory broadcast block found in (\d+(?:\.\d+)?) seconds?"),
-        lambda m: {"seconds": float(m.group(1))},
+        lambda m: {"seconds": float(m.group(1)), "message": "No available shared memory broadcast block found"},
+    ),
+    # V1's API server polling for its engine core, every 10 s at DEBUG, while the core never says
+    # it is ready ("Waiting for 1 local, 0 remote core engine proc(s) to start.")
+    Extractor(
+        "worker_wait",
+        ("core engine proc(s) to start",),
+        _F(r"Waiting for \d+ local, \d+ remote core engine proc\(s\) to start"),
+        lambda m: {"seconds": 10.0, "message": "Waiting for … core engine proc(s) to start", "silent_only": True},
     ),
     # Ctrl-C: Python ends the traceback with the bare exception name
     Extractor(

@@ -193,6 +193,7 @@ KNOWN_FACTS = frozenset(
         "earlier_instance_running",
         "other_server_exiting",
         "stalled_minutes",
+        "stall_message",
         "graph_profiling_enabled",
         "kv_cache_gib_rank_spread",
         "gpu_memory_utilization_note",

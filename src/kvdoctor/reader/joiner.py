@@ -29,7 +29,7 @@ _NEW_RECORD = re.compile(
 # Sentences vLLM prints on one line that pastes and log viewers split (corpus 075; the 0.26+
 # start-up summary split after "on startup.").
 _KNOWN_CONTINUATION = re.compile(
-    r"^\s*(?:Desired GPU memory utilization is|Actual usage (?:is|:)|Replace gpu_memory_utilization|"
+    r"^\s*(?:Desired GPU memory utilization is|Actual usage(?: is| ?:)|Replace gpu_memory_utilization|"
     r"Based on the available memory|the estimated maximum model length|Current kv cache memory|"
     # the max-len error re-wrapped before its "(X GiB KV cache is needed" part
     r"\(\d+(?:\.\d+)? GiB KV cache is needed|Try increasing `gpu_memory_utilization`|"
