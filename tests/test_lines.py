@@ -497,3 +497,53 @@ def test_an_exception_a_warning_names_does_not_hide_the_one_raised() -> None:
         ]
     )
     assert diagnose(log).facts["error_type"] == "RuntimeError"
+
+
+def test_a_python_signature_in_a_traceback_is_not_a_launch_args_line() -> None:
+    from kvdoctor.api import diagnose
+
+    log = "\n".join(
+        [
+            "INFO 07-31 15:57:27 [utils.py:233] non-default args: {'model': 'Qwen/Qwen3-VL-Embedding-2B', 'max_model_len': 2048, 'gpu_memory_utilization': 0.8}",
+            "(EngineCore_DP0 pid=9) INFO 07-31 15:57:48 [gpu_model_runner.py:2653] Model loading took 3.4554 GiB and 4.118646 seconds",
+            "(EngineCore_DP0 pid=9) ERROR 07-31 15:57:54 [core.py:710]     return lambda *args, **kwargs: self.run(grid=grid, warmup=False, *args, **kwargs)",
+        ]
+    )
+    report = diagnose(log)
+    assert len(report.attempts) == 1
+    assert (report.facts["max_model_len"], report.facts["weights_gib"]) == (2048, 3.4554)
+
+
+def test_a_max_len_error_rewrapped_before_its_parenthesised_length_is_joined() -> None:
+    from kvdoctor.api import diagnose
+
+    log = "\n".join(
+        [
+            "ValueError: To serve at least one request with the models's max seq len",
+            "(200000), (3.31 GiB KV cache is needed, which is larger than the",
+            "available KV cache memory (2.19 GiB). Based on the available memory,",
+            "the estimated maximum model length is 111456.",
+        ]
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.facts["max_model_len"], report.facts["estimated_max_model_len"]) == (
+        "max_model_len_too_large",
+        200000,
+        111456,
+    )
+
+
+def test_the_calling_programs_own_error_after_vllm_started_is_not_a_start_up_failure() -> None:
+    from kvdoctor.api import diagnose
+
+    log = "\n".join(
+        [
+            "INFO 09-18 09:25:10 [executor_base.py:112] # cuda blocks: 5542, # CPU blocks: 2340",
+            "INFO 09-18 09:25:40 [llm_engine.py:437] init engine (profile, create kv cache, warmup model) took 30.06 seconds",
+            "Traceback (most recent call last):",
+            '  File "/workspace/ART/src/art/local/backend.py", line 279, in done_callback',
+            "    close_proxy(self._services.pop(model.name))",
+            "asyncio.exceptions.CancelledError",
+        ]
+    )
+    assert diagnose(log).verdict == "healthy"

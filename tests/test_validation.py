@@ -197,7 +197,6 @@ KNOWN_MISSES = {
     "4200-": "a Spyre platform AttributeError cut before its message",
     "4201-": "a markdown table of Spyre compile errors: no vLLM log line",
     "4203-": "vllm-ascend V1 not supporting Qwen2.5-VL, named only in the title: the traceback stops in the profiling pass",
-    "4204-": "a Triton OOM in a backport fork whose error line is cut",
     "4205-": "vllm-neuron's missing NxDI dependency, named only in the title",
     "4206-": "a Ray two-node world-size error named only in the reporter's words",
     "4161-": "a Triton assertion on the first request after a healthy Ray Serve start-up: the label is the request's crash",
@@ -227,6 +226,11 @@ KNOWN_MISSES = {
     "4701-": "a TP=2 hang under HAMi-core: the excerpt shows under two minutes of the API server's polls",
     "4705-": "a KeyError on an attention layer's name (a model/vLLM mismatch) that names no setting or library",
     "4707-": "NIM's JSON records with the traceback inside an exc_info string cut by the paste",
+    "4830-": "a FAQ's free-memory check at 0.97 with 1.2 GiB in use: freeing it and 0.94 both work; the FAQ prefers freeing",
+    "4861-": "start-up healthy; the first request dies in a Triton kernel: the label is the request's crash",
+    "4862-": "a max-len failure whose fix was pinning the model's revision: the figures say a shorter length, which also works",
+    "4902-": "the same incident as 4862 (an upstream revision changed the model): a shorter length also works",
+    "4903-": "a profiling OOM with 14.3 of 14.6 GiB allocated and no weights line: the card too small, by the author",
     "4626-": "the no-cache-blocks error only in the title, an 0.9 GiB model: the co-tenant or the fraction, unread",
 }
 

@@ -9,7 +9,6 @@ reference catalog, each entry with its source). Both files are read once, lazily
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from collections.abc import Mapping
@@ -131,18 +130,20 @@ def params_from_name(text: str) -> float | None:
     return None
 
 
-# a context length a repo name announces ("…-128k-instruct", "…-Gradient-1048k")
-_LENGTH_TOKEN = re.compile(r"(\d{2,4})k")
+# a context length a repo name announces ("…-128k-instruct", "…-Gradient-1048k"): only the
+# lengths long-context releases use, and not a count ("…-step-1431k", "…-ultrachat-200k")
+_LENGTH_TOKEN = re.compile(r"(64|128|256|512|1024|1048)k")
+_COUNT_WORDS = frozenset({"step", "steps", "iter", "it", "ckpt", "tokens", "samples", "data"})
 
 
 def context_from_name(text: str) -> int | None:
     """Tokens of context a model name announces ("Phi-3-vision-128k-instruct" -> 131072), if any."""
-    for token in model_key(text).split("-"):
+    tokens = model_key(text).split("-")
+    for i, token in enumerate(tokens):
         m = _LENGTH_TOKEN.fullmatch(token)
-        if m and int(m.group(1)) >= 16:
-            tokens = int(m.group(1)) * 1024
-            power = 1 << round(math.log2(tokens))  # ("1048k" is 2**20: a power of two by another name)
-            return power if abs(power - tokens) <= 0.03 * tokens else tokens
+        if m and (i == 0 or tokens[i - 1] not in _COUNT_WORDS):
+            n = int(m.group(1))
+            return 1 << 20 if n in (1024, 1048) else n * 1024  # ("1048k" is 2**20 by another name)
     return None
 
 

@@ -740,6 +740,18 @@ def _benign(event: Event) -> bool:
 _MESSAGE_LEVELS = frozenset({"INFO", "WARNING", "WARN", "DEBUG"})
 
 
+def _recovered(attempt: Attempt) -> set[int]:
+    """A warning the run may get past (NCCL's failed CUDA call, torch's rendezvous retrying) that
+    the start-up did get past: a step of the start-up came after it, so it stopped nothing."""
+    out: set[int] = set()
+    for i, event in enumerate(attempt.events):
+        if event.kind == "environment_error" and event.fields.get("soft"):
+            later = attempt.events[i + 1 :]
+            if any(e.kind in PROGRESS_KINDS and e.kind not in FATAL_KINDS | {"environment_error"} for e in later):
+                out.add(id(event))
+    return out
+
+
 def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
     # a traceback printed at ERROR level by vLLM is a failure even when its exception line was cut
     # a traceback's frames mean a failure even when its header and exception line were cut
@@ -750,7 +762,7 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
         # the script) sharing the card ran out, not vLLM's start-up (RL frameworks, issue 10)
         frame = [e for e in outside if e.kind == "frame"][0]  # the outermost: the script that ran out
         sink.put("trainer_oom_file", frame.fields.get("file"), frame, rank=3)
-    skipped = {id(e) for e in outside}
+    skipped = {id(e) for e in outside} | _recovered(attempt)
     fatal = [
         e
         for e in attempt.events
@@ -782,8 +794,12 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
         # or stalled start-up was waiting
         # a frame inside torch.compile (Dynamo, Inductor, vLLM's compilation backend): where a
         # traceback cut before its error was compiling the model, a step eager mode skips
-        compiling = next((e for e in reversed(frames) if _COMPILE_FILE.search(e.fields.get("file", ""))), None)
-        if compiling is not None:
+        at = next(
+            (i for i in range(len(frames) - 1, -1, -1) if _COMPILE_FILE.search(frames[i].fields.get("file", ""))), None
+        )
+        compiling = frames[at] if at is not None else None
+        # (not where the model's own code runs below it: an error raised there fails eager mode too)
+        if compiling is not None and not any("/vllm/" in e.fields.get("file", "") for e in frames[at + 1 :]):
             sink.put("compile_frame", compiling.fields["file"], compiling, rank=1)
         net = next((e for e in reversed(frames) if _NETWORK_FILE.search(e.fields.get("file", ""))), None)
         if net is not None:
@@ -871,6 +887,17 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
         if stop is not None and stop.kind == "request_error" and any(e.line > stop.line for e in fatal):
             sink.put("failed_while_serving", stop.fields["during"], stop, rank=2)
         return True
+    after = [e for e in fatal if serving and e.line > serving[-1].line]
+    frames_after = [e for e in after if e.kind == "frame"]
+    if (
+        frames_after
+        and not any("/vllm" in e.fields.get("file", "") for e in frames_after)
+        and not any(e.kind in MEMORY_ERROR_KINDS for e in after)
+    ):
+        # the engine had started, then the program around it raised, in its own code only (an RL
+        # framework's asyncio teardown, a script's bug): not vLLM's start-up, nor its memory
+        sink.put("failed_while_serving", "the calling program, outside vLLM", frames_after[0], rank=2)
+        return True
     dump = next((e for e in attempt.events if e.kind == "request_error" and e.fields["scheduled"]), None)
     if dump is not None and not any(e.line < dump.line for e in fatal if e.kind != "frame"):
         # the engine's step raised on a batch the scheduler built: start-up was over
@@ -918,12 +945,18 @@ def _refused_first(attempt: Attempt, first_served: Event) -> bool:
 def _stall_facts(sink: _FactSink, attempt: Attempt) -> None:
     """The engine waited on a silent worker, minute after minute, and the log ends there: how long
     (from the first wait's start to the last, by the header clock; else the waits added up)."""
-    waits = [e for e in attempt.events if e.kind == "worker_wait"]
-    # (the API server's poll for its engine core counts only where nothing else came after the
-    # first poll: a core loading weights or compiling meanwhile is slow, not stalled)
-    first_poll = next((i for i, e in enumerate(attempt.events) if e.fields.get("silent_only")), None)
-    if first_poll is not None and any(e.kind != "worker_wait" for e in attempt.events[first_poll:]):
-        waits = [e for e in waits if not e.fields.get("silent_only")]
+    waits = [e for e in attempt.events if e.kind == "worker_wait" and not e.fields.get("silent_only")]
+    polls = [e for e in attempt.events if e.fields.get("silent_only")]
+    if polls and attempt.events[-1] is polls[-1]:
+        # the API server's poll for its engine core counts only as the log's last lines, one after
+        # another with nothing between them: a core downloading, loading or compiling prints in
+        # between (its progress bars too), and is slow, not stalled
+        run = [polls[-1]]
+        for e in reversed(polls[:-1]):
+            if run[0].line - e.line > 1:
+                break
+            run.insert(0, e)
+        waits = waits or run
     if not waits:
         return
     first = float(waits[0].fields.get("seconds", 60)) / 60
@@ -1065,6 +1098,7 @@ def attempt_facts(attempt: Attempt) -> Facts:
     graph_profiled = any(e.kind == "graph_estimate" for e in attempt.events)
     # (a "# CPU blocks" line beside a GPU's blocks is V0's swap space, re-wrapped onto its own line)
     device_blocks = any(e.kind == "gpu_blocks" and e.fields.get("device") != "CPU" for e in attempt.events)
+    recovered = _recovered(attempt)
     for event in attempt.events:
         if event.kind in _CONFIG_KINDS:
             rank = _CONFIG_KINDS[event.kind]
@@ -1084,7 +1118,7 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("gpu_name", device["name"], event, rank=2)
             if device.get("total_gib"):
                 sink.put("total_gpu_gib", round(device["total_gib"], 2), event, rank=0)
-        elif event.kind == "environment_error":
+        elif event.kind == "environment_error" and id(event) not in recovered:
             sink.put("environment_reason", event.fields["reason"], event, rank=1)
             sink.put("environment_kind", event.fields["kind"], event, rank=1)
         elif event.kind == "no_gpu":

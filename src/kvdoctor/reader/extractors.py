@@ -514,7 +514,10 @@ def _environment_error(m: re.Match[str]) -> Fields:
         kind = "host memory"
     else:
         kind = "cluster"
-    return {"reason": m.group(1).strip(), "kind": kind}
+    fields: Fields = {"reason": m.group(1).strip(), "kind": kind}
+    if "nccl warn" in text or "tcp client" in text:
+        fields["soft"] = True  # a warning the run may get past: it counts only where nothing came after
+    return fields
 
 
 def _kernel_length_limit(m: re.Match[str]) -> Fields | None:
@@ -709,7 +712,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"HAMI-core ERROR \([^)]*\)\]: Illegal device id[^.]*|"
             # NCCL's own warning that a CUDA call it made failed (a vGPU without UVM, a container
             # without IPC): the communicator cannot start, whatever the memory
-            r"NCCL WARN Cuda failure '[^']*'|"
+            r"NCCL WARN Cuda failure '(?!out of memory)[^']*'|"
             # torch's rendezvous (TCPStore) that cannot reach the address the ranks meet at (a host
             # IP that is not this machine's, a firewall): it retries until its timeout
             r"TCP client failed to connect/validate to host \S+)"
@@ -789,7 +792,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"^"),
         _command,
     ),
-    Extractor("args", ("args: ",), _F(r"(?:non-default )?args: (.*)"), lambda m: {"dump": m.group(1)}),
+    # (not a Python signature quoted in a traceback: "lambda *args, **kwargs: self.run(…)")
+    Extractor("args", ("args: ",), _F(r"(?<![\w*])(?:non-default )?args: (.*)"), lambda m: {"dump": m.group(1)}),
     # §3 weights
     Extractor(
         "weights_loaded",
@@ -1143,6 +1147,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor("cuda_oom", ("out of memory",), _F(r"(CUDA|XPU|NPU|HIP) out of memory\."), _cuda_oom),
     # (vLLM's cumem allocator, sleep mode: "Cuda error: out of memory at …/cumem_allocator.cpp: 62")
     Extractor("cuda_oom", ("out of memory",), _F(r"(?i)(CUDA|NPU) error: out of memory"), _cuda_oom),
+    # NCCL's own buffers refused by the allocator ("include/alloc.h:125 NCCL WARN Cuda failure 'out
+    # of memory'"): the communicator's memory did not fit beside the KV cache
+    Extractor(
+        "cuda_oom",
+        ("NCCL WARN Cuda failure 'out of memory'",),
+        _F(r"NCCL WARN Cuda failure 'out of memory'"),
+        lambda m: {"device": "CUDA"},
+    ),
     # vllm-omni runs each stage of a pipeline as its own engine: a frame or a log source in its
     # package says the memory another "process" holds may be a sibling stage
     Extractor(
@@ -1700,7 +1712,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor(
         "exception",
         ("Error", "Exception"),
-        _F(r"^[\s`'\">]*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\s*$"),
+        # (flush left, as a traceback ends: an indented name is a line of some listing)
+        _F(r"^[`'\">]*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\s*$"),
         lambda m: {"type": m.group(1), "message": ""},
     ),
 )

@@ -22,7 +22,7 @@ TERMINAL_WIDTH = 80  # ... or one exactly as long as the classic terminal
 _EXC_START = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Interrupt)|AssertionError)\b(?:\(\w+\))?:(?:\s|$)")
 # A line that starts a new record rather than continuing the message above it.
 _NEW_RECORD = re.compile(
-    r"^\s*(?:$|Traceback|File \"|During handling|The above exception|\[|\(|\$ |#|\||[│╭╰]|`{3}|~{3}|"
+    r"^\s*(?:$|Traceback|File \"|During handling|The above exception|\[|\((?!\d)|\$ |#|\||[│╭╰]|`{3}|~{3}|"
     r"[\w.]+(?:Error|Exception|Interrupt)\b|INFO|WARNING|ERROR|DEBUG|\d{4}-\d\d-\d\d|"
     r"\d\d-\d\d |Process \S+:$|\S+:$|[+=-]{3})"
 )
