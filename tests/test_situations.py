@@ -1465,3 +1465,18 @@ def test_torchs_rendezvous_retrying_an_unreachable_host_is_the_network() -> None
         "fix_environment",
         "network",
     )
+
+
+def test_a_max_len_failure_where_the_weights_fill_the_card_is_medium_with_sharding_second() -> None:
+    log = "\n".join(
+        [
+            "(EngineCore_DP0 pid=9) INFO 09-01 10:00:00 [gpu_model_runner.py:2000] Model loading took 67.75 GiB memory and 40.1 seconds",
+            "(EngineCore_DP0 pid=9) INFO 09-01 10:00:30 [gpu_worker.py:300] Available KV cache memory: 1.04 GiB",
+            "(EngineCore_DP0 pid=9) ERROR 09-01 10:00:31 [core.py:900] ValueError: To serve at least one request with the model's max seq len (8192), (2.5 GiB KV cache is needed, which is larger than the available KV cache memory (1.04 GiB). Based on the available memory, the estimated maximum model length is 3392. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.confidence, [r.action for r in top.remedies[:2]]) == (
+        "medium",
+        ["lower_max_model_len", "increase_tensor_parallel_size"],
+    )
