@@ -547,3 +547,15 @@ def test_the_calling_programs_own_error_after_vllm_started_is_not_a_start_up_fai
         ]
     )
     assert diagnose(log).verdict == "healthy"
+
+
+def test_the_free_memory_check_rewrapped_before_desired_is_joined() -> None:
+    from kvdoctor.api import diagnose
+
+    log = "Free memory on device (21.96/79.25 GiB) on startup is less than \ndesired GPU memory utilization (0.7, 55.48 GiB)"
+    report = diagnose(log)
+    assert (report.verdict, report.facts["free_gpu_gib_at_startup"], report.facts["requested_gib"]) == (
+        "insufficient_free_memory_at_startup",
+        21.96,
+        55.48,
+    )

@@ -231,6 +231,7 @@ KNOWN_MISSES = {
     "4862-": "a max-len failure whose fix was pinning the model's revision: the figures say a shorter length, which also works",
     "4902-": "the same incident as 4862 (an upstream revision changed the model): a shorter length also works",
     "4903-": "a profiling OOM with 14.3 of 14.6 GiB allocated and no weights line: the card too small, by the author",
+    "4942-": "a logging TypeError ('%d format … NoneType') from a config without head_dim: the fix (patch config.json) is not in it",
     "4626-": "the no-cache-blocks error only in the title, an 0.9 GiB model: the co-tenant or the fraction, unread",
 }
 

@@ -34,7 +34,7 @@ _KNOWN_CONTINUATION = re.compile(
     # the max-len error re-wrapped before its "(X GiB KV cache is needed" part
     r"\(\d+(?:\.\d+)? GiB KV cache is needed|Try increasing `gpu_memory_utilization`|"
     # the start-up check re-wrapped ("… on startup is less" / "than desired GPU memory utilization …")
-    r"(?:is less )?than desired GPU memory utilization|on startup is less than desired)"
+    r"(?:(?:is less )?than )?desired GPU memory utilization \(|on startup is less than desired)"
 )
 # a figure's unit re-wrapped onto the next line ("Available KV cache memory: -1.37" / "GiB")
 _UNIT_START = re.compile(r"^\s*(?:[KMGT]i?B|bytes)\b")
