@@ -790,17 +790,16 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
         capture = next((e for e in frames if e.fields.get("function") in _CAPTURE_FUNCTIONS), None)
         if capture is not None:
             sink.put("capture_frame", capture.fields["function"], capture, rank=1)
-        # a frame reading from the network (a hub download, an HTTPS read): where an interrupted
-        # or stalled start-up was waiting
         # a frame inside torch.compile (Dynamo, Inductor, vLLM's compilation backend): where a
         # traceback cut before its error was compiling the model, a step eager mode skips
         at = next(
             (i for i in range(len(frames) - 1, -1, -1) if _COMPILE_FILE.search(frames[i].fields.get("file", ""))), None
         )
-        compiling = frames[at] if at is not None else None
         # (not where the model's own code runs below it: an error raised there fails eager mode too)
-        if compiling is not None and not any("/vllm/" in e.fields.get("file", "") for e in frames[at + 1 :]):
-            sink.put("compile_frame", compiling.fields["file"], compiling, rank=1)
+        if at is not None and not any("/vllm/" in e.fields.get("file", "") for e in frames[at + 1 :]):
+            sink.put("compile_frame", frames[at].fields["file"], frames[at], rank=1)
+        # a frame reading from the network (a hub download, an HTTPS read): where an interrupted
+        # or stalled start-up was waiting
         net = next((e for e in reversed(frames) if _NETWORK_FILE.search(e.fields.get("file", ""))), None)
         if net is not None:
             sink.put("network_frame", net.fields["file"], net, rank=1)
