@@ -232,6 +232,11 @@ KNOWN_MISSES = {
     "4902-": "the same incident as 4862 (an upstream revision changed the model): a shorter length also works",
     "4903-": "a profiling OOM with 14.3 of 14.6 GiB allocated and no weights line: the card too small, by the author",
     "4942-": "a logging TypeError ('%d format … NoneType') from a config without head_dim: the fix (patch config.json) is not in it",
+    "4980-": "start-up healthy; the first request dies in a FlexAttention kernel: the label is the request's crash",
+    "4982-": "sleep mode refused for a second instance in one process: the fix (stop the other) is not in the error",
+    "4984-": "KV -0.86 GiB beside 13.1 GiB of weights at 0.88, the card's size not printed: too little to tell raising from sharding",
+    "4985-": "an original-format LLaVA checkpoint ('LlavaLlamaForCausalLM'): the architecture error reads as a vLLM release, the fix was the checkpoint",
+    "4986-": "Ctrl-C during the engine's imports: who stopped it the log does not say",
     "4626-": "the no-cache-blocks error only in the title, an 0.9 GiB model: the co-tenant or the fraction, unread",
 }
 
