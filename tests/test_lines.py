@@ -559,3 +559,26 @@ def test_the_free_memory_check_rewrapped_before_desired_is_joined() -> None:
         21.96,
         55.48,
     )
+
+
+def test_a_json_records_exc_info_traceback_is_read_line_by_line() -> None:
+    # NVIDIA NIM's JSON logger: the message is empty, the traceback sits in "exc_info"
+    import json
+
+    from kvdoctor.api import diagnose
+
+    record = {
+        "level": "ERROR",
+        "file_name": "launch.py",
+        "message": "",
+        "exc_info": "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.10/dist-packages/vllm/worker/worker.py", line 230, in determine_num_available_blocks\n'
+        "    self.model_runner.profile_run()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 22.06 GiB of which 1.2 GiB is free.",
+        "stack_info": "None",
+    }
+    report = diagnose(json.dumps(record))
+    assert (report.verdict, report.facts["oom_phase"]) == ("cuda_oom", "profile_run")
+    # a record cut by the paste inside its exc_info still gives the lines it holds
+    cut = json.dumps(record)[:-60]
+    assert diagnose(cut).facts["failing_function"] == "determine_num_available_blocks"

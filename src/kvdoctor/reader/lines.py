@@ -392,6 +392,26 @@ def _peel_json(text: str) -> tuple[str, str | None] | None:
     return None
 
 
+_EXC_INFO = re.compile(r'"exc_info": "((?:[^"\\]|\\.)*)(")?')
+
+
+def _exc_info_lines(text: str) -> list[str]:
+    """The lines of a JSON record's "exc_info" traceback, also where a paste cut the record."""
+    import json  # only for JSON-lines input
+
+    m = _EXC_INFO.search(text)
+    if m is None or m.group(1) in ("", "None"):
+        return []
+    body = m.group(1)
+    if m.group(2) is None:  # cut: drop a half escape at the end
+        body = re.sub(r"\\(?:u[0-9a-fA-F]{0,3})?$", "", body)
+    try:
+        value = json.loads(f'"{body}"')
+    except ValueError:
+        return []
+    return [line for line in str(value).splitlines() if line.strip()]
+
+
 def _vllm_header(text: str) -> tuple[str, str, str, str] | None:
     """vLLM's own header at the start of the text: its level, clock, "[file:line" and the message."""
     m = _HEADER.match(text)
@@ -543,3 +563,8 @@ def normalise(raw_lines: Iterable[bytes | str | tuple[int, bytes]], start: int =
             continue
         message, origin = peel(text)
         yield Line(number, message, text, origin)
+        if '"exc_info": "' in text and text.lstrip().startswith("{"):
+            # a JSON log record that carries its traceback in a field of its own (NVIDIA NIM's
+            # logger: "message" empty, "exc_info": "Traceback …\n  File …"): one line each
+            for extra in _exc_info_lines(text):
+                yield Line(number, extra, extra, origin)
