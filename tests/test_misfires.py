@@ -1,5 +1,5 @@
-"""Hand-built logs on which a new reading once misfired (reviews of rounds 27-29's and 30-31's
-readings): each holds the answer a user should see, so the reading cannot widen again unnoticed."""
+"""Hand-built logs on which a new reading once misfired (reviews of rounds 27-29's, 30-31's and
+32-33's readings): each holds the answer a user should see, so the reading cannot widen again unnoticed."""
 
 from __future__ import annotations
 
@@ -42,6 +42,21 @@ CASES = {
     "notimplemented_operator.log": ("other", "other-non-memory-failure", "fix_environment"),
     # an error the model's own code raises below a compile frame fails eager mode too
     "compile_frame_model_error.log": ("other", "other-unrecognised-failure", "collect_more_log"),
+    # after vLLM started: vLLM's own "Engine core initialization failed" is a failure, and so is a
+    # traceback of library frames only (uvicorn's bind); only the caller's own code is the caller's
+    "wrapper_error_after_start.log": ("other", "other-unrecognised-failure", "collect_more_log"),
+    "bind_error_after_startup_complete.log": ("other", "other-non-memory-failure", "fix_environment"),
+    # a JSON record's exc_info below ERROR is a handled exception; an ERROR record's is the failure
+    "json_exc_info_warning_healthy.log": ("healthy", "healthy", None),
+    "json_exc_info_warning_then_error.log": ("other", "other-non-memory-failure", "fix_config"),
+    # V0 with chunked prefill off (an MLA model keeps it off past 0.5.3): the length is the batch
+    "v0_mla_chunked_off_profile_oom.log": ("cuda_oom", "cuda-oom-profile-run", "lower_max_model_len"),
+    # a fraction set at 0.45: the weights "fill" only the share the user gave, no call to shard
+    "max_len_weights_fill_low_fraction.log": (
+        "max_model_len_too_large",
+        "max-model-len-too-large",
+        "lower_max_model_len",
+    ),
 }
 
 

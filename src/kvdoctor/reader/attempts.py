@@ -889,9 +889,13 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
     after = [e for e in fatal if serving and e.line > serving[-1].line]
     frames_after = [e for e in after if e.kind == "frame"]
     if (
-        frames_after
+        any(_user_frame(e.fields.get("file", "")) for e in frames_after)
         and not any("/vllm" in e.fields.get("file", "") for e in frames_after)
-        and not any(e.kind in MEMORY_ERROR_KINDS for e in after)
+        # (not vLLM's own wrapper of another engine's failure, nor memory under any name)
+        and not any(e.kind in MEMORY_ERROR_KINDS or e.kind == "engine_failed" for e in after)
+        and not any(
+            e.kind == "exception" and (_is_wrapper(e) or _OOM_WORDS.search(e.fields.get("message", ""))) for e in after
+        )
     ):
         # the engine had started, then the program around it raised, in its own code only (an RL
         # framework's asyncio teardown, a script's bug): not vLLM's start-up, nor its memory
@@ -915,6 +919,16 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
         sink.put("failed_while_serving", at_work[0].fields["function"], at_work[0], rank=3)
         return True
     return False
+
+
+_OOM_WORDS = re.compile(r"(?i)out of memory|OutOfMemory")
+# a frame in the caller's own code: not an installed package, the standard library or frozen code
+_LIBRARY_FILE = re.compile(r"(?:site|dist)-packages/|^<|/lib/python3[\d.]*/(?!site-packages)")
+
+
+def _user_frame(file: str) -> bool:
+    # (a compiled module's frame, "uvloop/loop.pyx", is a library's too)
+    return file.endswith(".py") and not _LIBRARY_FILE.search(file)
 
 
 def _vllm_container(attempt: Attempt) -> str | None:

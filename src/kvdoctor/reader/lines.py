@@ -392,6 +392,8 @@ def _peel_json(text: str) -> tuple[str, str | None] | None:
     return None
 
 
+# a record logged below ERROR: its exc_info is an exception handled and logged, not the failure
+_HANDLED = re.compile(r'"(?:level|levelname|severity)": "(?i:debug|info|warn|warning|notice)"')
 _EXC_INFO = re.compile(r'"exc_info": "((?:[^"\\]|\\.)*)(")?')
 
 
@@ -563,7 +565,7 @@ def normalise(raw_lines: Iterable[bytes | str | tuple[int, bytes]], start: int =
             continue
         message, origin = peel(text)
         yield Line(number, message, text, origin)
-        if '"exc_info": "' in text and text.lstrip().startswith("{"):
+        if '"exc_info": "' in text and text.lstrip().startswith("{") and not _HANDLED.search(text):
             # a JSON log record that carries its traceback in a field of its own (NVIDIA NIM's
             # logger: "message" empty, "exc_info": "Traceback …\n  File …"): one line each
             for extra in _exc_info_lines(text):
