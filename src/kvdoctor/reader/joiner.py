@@ -101,8 +101,10 @@ def _continues(previous: Line, line: Line, joined: int) -> bool:
         and line.origin.proc in (None, previous.origin.proc)
     ):
         return joined < MAX_COMMAND_JOIN  # a list pretty-printed one item per line (an argv)
-    if joined >= MAX_JOIN or not line.text.strip() or line.raw.lstrip()[:2] == '{"':
-        return False  # (a JSON log record is a record of its own)
+    if joined >= MAX_JOIN or not line.text.strip():
+        return False
+    if line.raw.lstrip()[:2] == '{"' and previous.raw.lstrip()[:2] != '{"':
+        return False  # (a JSON log record after plain lines, a record's exc_info: a record of its own)
     if line.origin.proc is not None and line.origin.proc != previous.origin.proc:
         return False
     if _KNOWN_CONTINUATION.match(line.text):
