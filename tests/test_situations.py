@@ -1401,6 +1401,7 @@ def test_v0_profiling_a_long_context_leads_with_a_shorter_length() -> None:
     assert (report.verdict, top.remedies[0].action) == ("cuda_oom", "lower_max_model_len")
     assert "131072" in top.remedies[0].text and "estimate" in top.remedies[0].text
     assert report.facts["max_model_len_estimate"] == 131072
+    assert report.facts["batch_follows_long_length"] is True
     # with chunked prefill the batch no longer follows the length
     chunked = diagnose(log.replace("tensor_parallel_size=1", "tensor_parallel_size=1, enable_chunked_prefill=True"))
     assert chunked.diagnoses[0].remedies[0].action == "reduce_max_num_batched_tokens"

@@ -752,7 +752,7 @@ def _recovered(attempt: Attempt) -> set[int]:
     return out
 
 
-def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
+def _outcome_facts(sink: _FactSink, attempt: Attempt, recovered: set[int]) -> None:
     # a traceback printed at ERROR level by vLLM is a failure even when its exception line was cut
     # a traceback's frames mean a failure even when its header and exception line were cut
     # (unless the server reached serving after them, see `started`)
@@ -762,7 +762,7 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt) -> None:
         # the script) sharing the card ran out, not vLLM's start-up (RL frameworks, issue 10)
         frame = [e for e in outside if e.kind == "frame"][0]  # the outermost: the script that ran out
         sink.put("trainer_oom_file", frame.fields.get("file"), frame, rank=3)
-    skipped = {id(e) for e in outside} | _recovered(attempt)
+    skipped = {id(e) for e in outside} | recovered
     fatal = [
         e
         for e in attempt.events
@@ -964,12 +964,10 @@ def _stall_facts(sink: _FactSink, attempt: Attempt) -> None:
         # the API server's poll for its engine core counts only as the log's last lines, one after
         # another with nothing between them: a core downloading, loading or compiling prints in
         # between (its progress bars too), and is slow, not stalled
-        run = [polls[-1]]
-        for e in reversed(polls[:-1]):
-            if run[0].line - e.line > 1:
-                break
-            run.insert(0, e)
-        waits = waits or run
+        start = len(polls) - 1
+        while start > 0 and polls[start].line - polls[start - 1].line <= 1:
+            start -= 1
+        waits = waits or polls[start:]
     if not waits:
         return
     first = float(waits[0].fields.get("seconds", 60)) / 60
@@ -1158,5 +1156,5 @@ def attempt_facts(attempt: Attempt) -> Facts:
     _version_facts(sink, attempt)
     _engine_fact(sink, attempt)
     _omni_fact(sink, attempt)
-    _outcome_facts(sink, attempt)
+    _outcome_facts(sink, attempt, recovered)
     return sink.facts

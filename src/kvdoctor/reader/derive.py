@@ -7,6 +7,7 @@ Every fact made here is marked `derived` and names the facts it came from, so a 
 from __future__ import annotations
 
 import math
+import re
 
 from kvdoctor.reader.facts import Fact, Facts
 from kvdoctor.reader.versions import parse_version
@@ -90,12 +91,31 @@ def derive(facts: Facts) -> Facts:
 def _batch_follows_length(out: Facts) -> None:
     """V0 without chunked prefill profiles one batch of max(max_model_len, 2048) tokens unless
     --max-num-batched-tokens is set, and rejects a batch below the length: from 16K tokens on, a shorter
-    --max-model-len is what shrinks the profiling peak (0.6+ turns chunked prefill on above 32K)."""
+    --max-model-len is what shrinks the profiling peak (0.6+ turns chunked prefill on above 32K).
+    Above 32K (`batch_follows_long_length`, the length printed or the model's own, an estimate) it
+    still holds where V0 leaves chunked prefill off: said so in the log, before 0.5.3 (which first
+    turned it on by itself), or a multimodal or MLA model; not an encoder-decoder model, whose
+    profile follows its max_num_seqs."""
     length, batch = _v(out, "max_model_len"), _v(out, "max_num_batched_tokens")
-    if _v(out, "engine") != "v0" or not isinstance(length, int) or _v(out, "enable_chunked_prefill") is True:
+    chunked = _v(out, "enable_chunked_prefill")
+    if _v(out, "engine") != "v0" or chunked is True:
         return
-    if 16384 <= length <= 32768 and (batch is None or batch >= length):
+    if isinstance(length, int) and 16384 <= length <= 32768 and (batch is None or batch >= length):
         _put(out, "batch_follows_length", True)
+    longest = length if isinstance(length, int) else _v(out, "max_model_len_estimate")
+    model = str(_v(out, "model") or "")
+    if not isinstance(longest, int) or longest <= 32768 or batch is not None or _ENCODER_DECODER.search(model):
+        return
+    if chunked is False or _version_range(out)[1] <= (0, 5, 3) or _CHUNKED_STAYS_OFF.search(model):
+        _put(out, "batch_follows_long_length", True)
+
+
+_ENCODER_DECODER = re.compile(r"(?i)mllama|llama-3\.2-\d+b-vision|whisper|bart|florence")
+# the models V0 (0.5.3+) keeps chunked prefill off for, above 32K too: multimodal ones, and MLA's
+_CHUNKED_STAYS_OFF = re.compile(
+    r"(?i)deepseek-(?:v2|v3|r1|coder-v2)|vision|[-_]vl\b|[-_]vl[-_]|llava|internvl|minicpm-?v|pixtral|"
+    r"paligemma|idefics|molmo|qwen2?-?audio|ultravox|glm-?4v|cogvlm|deepseek-vl"
+)
 
 
 def _smallest_card(out: Facts) -> None:

@@ -66,13 +66,19 @@ def with_plain_entries(text: str, result: dict[str, Any]) -> dict[str, Any]:
     for key, raw in _SCALAR_ENTRY.findall(text):
         if key in result or key not in _PLAIN_KEYS:
             continue
-        if re.fullmatch(r"-?\d+", raw):
-            result[key] = int(raw)
-        elif re.fullmatch(r"-?\d+\.\d*(?:[eE][-+]?\d+)?", raw):
-            result[key] = float(raw)
-        else:
-            result[key] = _KEYWORDS.get(raw, raw)
+        result[key] = _number(raw) if _PLAIN_NUMBER.fullmatch(raw) else _KEYWORDS.get(raw, raw)
     return result
+
+
+_PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d*(?:[eE][-+]?\d+)?)?")
+
+
+def _number(text: str) -> int | float:
+    """A number token as Python reads it: an int where it is one, else a float."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
 
 
 # the grammar of dumps.lark, read by hand: a dump is read on most start-ups, and this keeps lark's
@@ -176,10 +182,7 @@ class _Reader:
                 return text[1:-1]
             return value if isinstance(value, str) else str(value)
         if kind == "number":
-            try:
-                return int(text)
-            except ValueError:
-                return float(text)
+            return _number(text)
         if kind == "word" and self._is("("):
             return self._call(text)
         return _KEYWORDS.get(text, text)

@@ -483,6 +483,9 @@ def _chunked(m: re.Match[str]) -> Fields:
 
 def _environment_error(m: re.Match[str]) -> Fields:
     text = m.group(1).lower()
+    # a warning the run may get past (NCCL's failed call, torch's rendezvous retrying): it counts
+    # only where the start-up stopped there (attempts.py, `_recovered`)
+    soft = "nccl warn" in text or "tcp client" in text
     if "80" in text[:9] or "forward compat" in text:
         kind = "driver"
     elif "disk" in text or "space left" in text:
@@ -515,8 +518,8 @@ def _environment_error(m: re.Match[str]) -> Fields:
     else:
         kind = "cluster"
     fields: Fields = {"reason": m.group(1).strip(), "kind": kind}
-    if "nccl warn" in text or "tcp client" in text:
-        fields["soft"] = True  # a warning the run may get past: it counts only where nothing came after
+    if soft:
+        fields["soft"] = True
     return fields
 
 

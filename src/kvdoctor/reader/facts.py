@@ -172,6 +172,7 @@ KNOWN_FACTS = frozenset(
         "smallest_card_gib",
         "unified_memory_device",
         "batch_follows_length",
+        "batch_follows_long_length",
         "no_gpu_reason",
         "max_model_len_kernel_limit",
         "oom_cumem_allocator",
