@@ -125,7 +125,74 @@ CASES = [
         "ValueError: infer_schema(func): Parameter block_size has unsupported type list[int]. The valid types are: dict_keys([<class 'torch.Tensor'>])",
         "fix_environment",
     ),
+    # torch's own C++ check (not the allocator's NVML one, which is memory): a device the build
+    # or the container does not give it
+    (
+        'RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at "../aten/src/ATen/cuda/CUDAContext.cpp":50, please report a bug to PyTorch.',
+        "fix_environment",
+    ),
+    (
+        "ValueError: Using V1 AsyncLLMEngine, but envs.VLLM_USE_V1=False. This should not happen. As a workaround, try using AsyncLLMEngine.from_vllm_config(...) or explicitly set VLLM_USE_V1=0 or 1",
+        "fix_environment",
+    ),
 ]
+
+
+# lines that are not exceptions but name what the host or the image refused (round 34)
+REFUSALS = [
+    ("(RayWorker pid=4711) Fatal Python error: Bus error", "shared memory"),
+    ("(RayWorker pid=4711) *** SIGBUS received at time=1692322557 on cpu 5 ***", "shared memory"),
+    ("ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'", "toolchain"),
+    (
+        "CUDA error (/__w/xformers/xformers/third_party/flash-attention/hopper/flash_fwd_launch_template.h:188): invalid argument",
+        "kernel build",
+    ),
+    (
+        "# title: [Bug]: RTX5080 got CUDA error: no kernel image is available for execution on the device",
+        "kernel build",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "kind"), REFUSALS, ids=[k for _, k in REFUSALS])
+def test_a_refusal_line_names_the_environment_kind(line: str, kind: str) -> None:
+    log = "\n".join(
+        [
+            "INFO 08-18 01:35:40 llm_engine.py:72] Initializing an LLM engine with config: model='lmsys/vicuna-13b-v1.5'",
+            line,
+            "RuntimeError: Engine core initialization failed. See root cause above.",
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (report.verdict, top.remedies[0].action, report.facts["environment_kind"]) == (
+        "other",
+        "fix_environment",
+        kind,
+    )
+
+
+def test_a_kernels_cuda_error_about_memory_stays_memory() -> None:
+    line = "CUDA error (/csrc/kernels/foo.cu:12): out of memory"
+    assert "environment_kind" not in diagnose(f"{HEAD}EngineCore failed to start.\n{line}").facts
+
+
+def test_a_zero_beside_another_ranks_communication_failure_is_not_the_kv_cache() -> None:
+    # Ascend, two nodes: a rank's HCCL resources ran out while its peers were still profiling and
+    # printed "Available memory: 0"; the error raised is the collective's
+    worker = "(Worker_DP2_TP0_EP8 pid=9197) INFO 01-19 05:52:54 [worker.py:283] Available memory: 0, total memory: 65464696832"
+    log = "\n".join(
+        [
+            "[rank9]:[E119 05:52:40.886041733 compiler_depend.ts:444] operator():build/CMakeFiles/torch_npu.dir/compiler_depend.ts:161 NPU function error: call aclnnMoeDistributeDispatchV3 failed, error code is 561000",
+            worker,
+            "(EngineCore_DP2 pid=9164) RuntimeError: Worker failed with error '[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:544] Connection closed by peer [10.0.0.3]:46499', please check the stack trace above for the root cause",
+        ]
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.diagnoses[0].remedies[0].action) == ("other", "fix_environment")
+    # the same zero with vLLM's own no-blocks error is the KV cache's
+    alone = f"{worker}\nValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."
+    assert diagnose(alone).verdict == "no_cache_blocks"
 
 
 def test_a_missing_kernel_library_inside_graph_capture_is_the_environment_not_the_capture() -> None:

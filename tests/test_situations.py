@@ -1481,3 +1481,57 @@ def test_a_max_len_failure_where_the_weights_fill_the_card_is_medium_with_shardi
         "medium",
         ["lower_max_model_len", "increase_tensor_parallel_size"],
     )
+
+
+def test_an_oom_quoted_above_a_start_up_that_sized_its_cache_is_no_failure() -> None:
+    # a note above a CI log quotes the title of a later failure; the start-up itself went well
+    quoted = '# bug: flaky test failure: /wake_up fails with "CUDA Error: out of memory"'
+    head = "(EngineCore pid=418) INFO 09-02 20:06:36 [v1/worker/gpu_worker.py:560] "
+    log = "\n".join([quoted, f"{head}Available KV cache memory: 64.27 GiB"])
+    assert diagnose(log).verdict in ("healthy", "unknown")
+    # the same words printed by the run (not quoted) before the KV figure of another rank stay a failure
+    raised = "(Worker rank=1 pid=9) ERROR 09-02 20:06:30 [multiproc_executor.py:597] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    assert diagnose("\n".join([raised, f"{head}Available KV cache memory: 64.27 GiB"])).verdict == "cuda_oom"
+
+
+def test_a_chat_template_error_on_a_request_after_start_up_is_no_start_up_failure() -> None:
+    api = "(APIServer pid=7565) "
+    log = "\n".join(
+        [
+            "(EngineCore_DP0 pid=7600) INFO 02-27 14:28:29 [kv_cache_utils.py:1087] GPU KV cache size: 53,168 tokens",
+            f"{api}INFO 02-27 14:29:02 [api_server.py:1912] Starting vLLM API server 0 on http://127.0.0.1:8000",
+            f"{api}INFO:     Application startup complete.",
+            f"{api}ERROR 02-27 15:15:38 [chat_utils.py:1645] An error occurred in `transformers` while applying chat template",
+            f"{api}ERROR 02-27 15:15:38 [chat_utils.py:1645] Traceback (most recent call last):",
+            f'{api}ERROR 02-27 15:15:38 [chat_utils.py:1645]   File "/venv/lib/python3.12/site-packages/vllm/entrypoints/chat_utils.py", line 1632, in apply_hf_chat_template',
+            f"{api}ERROR 02-27 15:15:38 [chat_utils.py:1645] jinja2.exceptions.TemplateError: Conversation roles must alternate user/assistant/user/assistant/...",
+        ]
+    )
+    assert diagnose(log).verdict == "healthy"
+
+
+def test_figures_in_lines_new_to_round_34() -> None:
+    # a reporter's retyped free-memory check, the CPU backend's own KV budget, tpu-inference's shape
+    retyped = (
+        "Free memory on device (0.75/14.57GiB) on startup is less than desired GPU memory utilization(0.4,5.83GiB)."
+    )
+    facts = diagnose(retyped).facts
+    assert (facts["free_gpu_gib_at_startup"], facts["total_gpu_gib"], facts["requested_gib"]) == (0.75, 14.57, 5.83)
+    cpu = (
+        "(Worker pid=36) INFO 08-18 02:57:12 [cpu_worker.py:235] Explicitly set (0.0/11.65) GiB for KV cache on node 0."
+    )
+    assert diagnose(cpu).facts["kv_cache_gib"] == 0.0
+    tpu = "INFO 07-08 01:14:18 [tpu_jax_runner.py:237] Init kv-cache | shape=32 * (3168, 256, 16, 128) | sharding=NamedSharding(mesh=Mesh('data': 1, 'model': 4))"
+    assert diagnose(tpu).facts["gpu_blocks"] == 3168
+
+
+def test_a_tiny_model_whose_printed_overhead_fills_a_fraction_set_low_raises_the_fraction() -> None:
+    # vllm-metal prints its whole budget: no co-tenant to suspect, the fraction is what is short
+    log = "\n".join(
+        [
+            "INFO [cache_policy.py:1307] Paged attention: VLLM_METAL_MEMORY_FRACTION=auto, using --gpu-memory-utilization=0.15",
+            "ValueError: Paged attention: not enough Metal memory for KV cache. metal_limit=5.73GB, fraction=0.15, usable_metal=0.86GB, model_memory=0.34GB, overhead=1.42GB, kv_budget=-0.89GB.",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert (top.rule, top.remedies[0].action) == ("no-cache-blocks-utilization-too-low", "raise_gpu_memory_utilization")

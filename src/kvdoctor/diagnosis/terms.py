@@ -84,6 +84,8 @@ _ZH: dict[str, dict[str, str]] = {
         "port": "端口",
         "vGPU layer (HAMi)": "vGPU 层（HAMi）",
         "NCCL's CUDA call": "NCCL 的 CUDA 调用",
+        "toolchain": "编译工具链（ptxas）",
+        "kernel build": "内核构建（GPU 架构）",
     },
 }
 ZH: MappingProxyType[str, dict[str, str]] = MappingProxyType(_ZH)

@@ -749,7 +749,38 @@ def _recovered(attempt: Attempt) -> set[int]:
             later = attempt.events[i + 1 :]
             if any(e.kind in PROGRESS_KINDS and e.kind not in FATAL_KINDS | {"environment_error"} for e in later):
                 out.add(id(event))
+        elif event.kind == "cuda_oom" and _cited(event) and _sized_after(attempt.events[i + 1 :], event.origin.proc):
+            out.add(id(event))
     return out
+
+
+# an OOM message in quotes, or on a comment line ("# … fails with \"CUDA Error: out of memory\""):
+# a title or a note cited beside the log, not a line the run printed
+_CITED_OOM = re.compile(r"""^\s*#|["'“][^"'”]{0,80}out of memory""", re.IGNORECASE)
+
+
+def _cited(event: Event) -> bool:
+    return bool(_CITED_OOM.search(event.text))
+
+
+def _sized_after(later: list[Event], proc: str | None) -> bool:
+    """A cited OOM that the same process (or, unprefixed, the start-up) got past: it went on to
+    size a KV cache and nothing failed after that (a title quoted above the log of a start-up that
+    went well). Another rank's figures say nothing of this one's OOM."""
+    sized = next(
+        (
+            j
+            for j, e in enumerate(later)
+            if (proc is None or e.origin.proc == proc)
+            and (
+                (e.kind == "available_kv_memory" and (e.fields.get("kv_cache_gib") or 0) > 0)
+                or (e.kind == "gpu_blocks" and (e.fields.get("gpu_blocks") or 0) > 0)
+                or e.kind == "kv_cache_size"
+            )
+        ),
+        None,
+    )
+    return sized is not None and not any(e.kind in FATAL_KINDS for e in later[sized:])
 
 
 def _outcome_facts(sink: _FactSink, attempt: Attempt, recovered: set[int]) -> None:
@@ -911,7 +942,7 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
         for e in fatal
         if e.kind == "frame"
         # (or in the OpenAI server's request handlers, serving_chat.py & co: a request's own error)
-        and (e.fields.get("function") in _BUSY_LOOP or "/entrypoints/openai/serving_" in e.fields.get("file", ""))
+        and (e.fields.get("function") in _BUSY_LOOP or _REQUEST_FILE.search(e.fields.get("file", "")))
     ]
     if at_work and _sized_kv(attempt):
         # the traceback runs through the engine's step loop: start-up was over and the engine was
@@ -922,6 +953,11 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
 
 
 _OOM_WORDS = re.compile(r"(?i)out of memory|OutOfMemory")
+# the OpenAI server's request path: its handlers and what they call per request (the chat
+# template, tool and reasoning parsers)
+_REQUEST_FILE = re.compile(
+    r"/entrypoints/openai/serving_|/entrypoints/chat_utils\.py|/(?:tool|reasoning)_parsers?/|/entrypoints/openai/tool_parsers/"
+)
 # a frame in the caller's own code: not an installed package, the standard library or frozen code
 _LIBRARY_FILE = re.compile(r"(?:site|dist)-packages/|^<|/lib/python3[\d.]*/(?!site-packages)")
 

@@ -85,7 +85,33 @@ def derive(facts: Facts) -> Facts:
     _batch_follows_length(out)
     _cotenant_loading(out)
     _oom_past_weights(out)
+    _kv_cache_absent(out)
     return out
+
+
+# a communication failure raised by a rank (NCCL/HCCL/Gloo, an NPU collective): peers that were
+# still profiling print what they measured when it broke off, a zero included
+_COMMUNICATION = re.compile(r"(?i)NPU function error|HCCL|NCCL|gloo|Connection (?:closed|reset) by peer")
+
+
+def _kv_cache_absent(out: Facts) -> None:
+    """The attempt left nothing for the KV cache: vLLM's no-blocks error (or its auto-fit refusal),
+    or a printed KV size or block count of zero or less (the line it rests on is its evidence). A
+    zero printed by a rank beside a communication failure that another rank raised is not the
+    verdict: the failure is."""
+    said = next((out[n] for n in ("seen.no_cache_blocks_error", "seen.auto_fit_error") if _v(out, n)), None)
+    zero = next(
+        (out[n] for n in ("gpu_blocks", "kv_cache_gib") if isinstance(_v(out, n), (int, float)) and _v(out, n) <= 0),
+        None,
+    )
+    basis = zero or said  # the figure, where printed: the error line is evidence of its own
+    if basis is None or "kv_cache_absent" in out:
+        return
+    if said is None and not _v(out, "memory_error_seen"):
+        raised = f"{_v(out, 'error_type') or ''}: {_v(out, 'error_message') or ''}"
+        if _COMMUNICATION.search(raised):
+            return
+    out["kv_cache_absent"] = Fact("kv_cache_absent", True, basis.line, basis.text, True, "derived")
 
 
 def _batch_follows_length(out: Facts) -> None:

@@ -490,8 +490,12 @@ def _environment_error(m: re.Match[str]) -> Fields:
         kind = "driver"
     elif "disk" in text or "space left" in text:
         kind = "disk"
-    elif "shm" in text:
+    elif "shm" in text or "bus error" in text or "sigbus" in text:
         kind = "shared memory"
+    elif "ptx" in text:
+        kind = "toolchain"
+    elif text.startswith("cuda error (") or "no kernel image" in text:
+        kind = "kernel build"
     elif "gloo" in text or "tcp client" in text:
         kind = "network"
     elif "bind for" in text or "already allocated" in text:
@@ -691,6 +695,12 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "Illegal device id",
             "NCCL WARN Cuda failure",
             "TCP client failed to connect",
+            "Bus error",
+            "SIGBUS received at time",
+            "ptxas fatal",
+            "PTX codegen error",
+            "CUDA error (",
+            "no kernel image is available",
         ),
         _F(
             r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
@@ -718,7 +728,18 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"NCCL WARN Cuda failure '(?!out of memory)[^']*'|"
             # torch's rendezvous (TCPStore) that cannot reach the address the ranks meet at (a host
             # IP that is not this machine's, a firewall): it retries until its timeout
-            r"TCP client failed to connect/validate to host \S+)"
+            r"TCP client failed to connect/validate to host \S+|"
+            # a worker killed by SIGBUS: a page of a memory-mapped file it could not back, in a
+            # container almost always a /dev/shm too small for NCCL's or Ray's segments
+            r"Fatal Python error: Bus error|SIGBUS received at time|"
+            # the image's compiler does not know this GPU (Triton's bundled ptxas and a new
+            # architecture such as sm_121a): the toolchain, not memory
+            r"ptxas fatal\s*:[^\n]{0,160}|Internal Triton PTX codegen error|"
+            # a kernel's own CUDA check failing at launch ("CUDA error (…/flash_fwd_launch_template.h:188):
+            # invalid argument"): a kernel built for another GPU generation, not memory
+            r"CUDA error \([^)\n]{1,200}\): (?!out of memory)[a-z][^\n]{0,120}|"
+            # torch or a kernel built without this GPU's architecture (a title quotes it often)
+            r"no kernel image is available for execution on the device)"
         ),
         _environment_error,
     ),
@@ -854,7 +875,22 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"Available KV cache memory: (-?\d+(?:\.\d+)?) ?GiB"),
         _kv_gib,
     ),
+    # the CPU backend's own budget (0.2x: "Explicitly set (0.0/11.65) GiB for KV cache on node 0.",
+    # VLLM_CPU_KVCACHE_SPACE of the node's total): the KV memory it was given
+    Extractor(
+        "available_kv_memory",
+        ("GiB for KV cache on node",),
+        _F(r"Explicitly set \((-?\d+(?:\.\d+)?)/\d+(?:\.\d+)?\) GiB for KV cache on node"),
+        _kv_gib,
+    ),
     # §5 blocks and tokens
+    # tpu-inference's JAX runner: "Init kv-cache | shape=32 * (3168, 256, 16, 128)" (layers × blocks, …)
+    Extractor(
+        "gpu_blocks",
+        ("Init kv-cache | shape=",),
+        _F(r"Init kv-cache \| shape=\d+ \* \((\d+), "),
+        lambda m: {"device": "TPU", "gpu_blocks": to_int(m.group(1))},
+    ),
     Extractor(
         "gpu_blocks",
         ("blocks:",),
@@ -947,8 +983,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ("on startup is less than",),
         _F(
             # (a reporter's merged range of ranks, "(34.51-34.54 / 139.8 GiB)": the first)
-            r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)(?:-\d+(?:\.\d+)?)? ?/ ?(\d+(?:\.\d+)?) GiB\) on startup is less than desired GPU memory "  # noqa: E501
-            r"utilization \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)"
+            # (and a reporter's retyped spacing: "(0.75/14.57GiB)", "utilization(0.4,5.83GiB)")
+            r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)(?:-\d+(?:\.\d+)?)? ?/ ?(\d+(?:\.\d+)?) ?GiB\) on startup is less than desired GPU memory "  # noqa: E501
+            r"utilization ?\((\d+(?:\.\d+)?), ?(\d+(?:\.\d+)?) ?GiB\)"
         ),
         _free_error,
     ),

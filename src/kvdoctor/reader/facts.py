@@ -173,6 +173,7 @@ KNOWN_FACTS = frozenset(
         "unified_memory_device",
         "batch_follows_length",
         "batch_follows_long_length",
+        "kv_cache_absent",
         "no_gpu_reason",
         "max_model_len_kernel_limit",
         "oom_cumem_allocator",

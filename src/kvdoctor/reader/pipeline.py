@@ -85,7 +85,8 @@ class StampOrder:
     def feed(self, line: Line) -> None:
         clock, stamp = "vllm", line.origin.stamp
         if stamp is None:
-            m = _ISO_LEAD.match(line.raw)
+            # (the raw line, else what is left once a container's prefix is peeled: "vllm-1  | 2024-…")
+            m = _ISO_LEAD.match(line.raw) or _ISO_LEAD.match(line.text)
             clock, stamp = "iso", (m.group(1) if m else None)
         if stamp is None:
             return
