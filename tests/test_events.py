@@ -482,8 +482,6 @@ def test_extractor(raw: str, kind: str, expected: dict[str, Any]) -> None:
         "INFO 05-16 [loggers.py:116] Engine 000: Avg prompt throughput: 0.0 tokens/s, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%",
         'INFO:     127.0.0.1:39210 - "POST /v1/completions HTTP/1.1" 200 OK',
         "(Worker_TP1 pid=12025) INFO 08-14 09:28:01 [gpu_worker.py:857] Free memory on device (77.78/79.33 GiB) on startup. Desired GPU memory utilization is (0.85, 67.43 GiB).",
-        # NVML that cannot start at all is the driver, not an allocation that failed
-        'RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() INTERNAL ASSERT FAILED at "../c10/cuda/CUDACachingAllocator.cpp":1123, please report a bug to PyTorch.',
     ],
 )
 def test_look_alikes_are_not_errors(raw: str) -> None:
@@ -566,3 +564,14 @@ def test_the_gate_matches_exactly_the_lines_that_hold_a_needle(monkeypatch: pyte
     ungated = [e.as_record() for line in sample for e in ev.extract(line)]
     monkeypatch.setattr(ev, "_gate", gate)
     assert [e.as_record() for line in sample for e in ev.extract(line)] == ungated
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["nvmlInit_v2_()", "nvmlDeviceGetHandleByPciBusId_v2_( pci_id, &nvml_device)", "r"],
+)
+def test_the_allocators_nvml_asserts_are_its_oom(call: str) -> None:
+    # torch's caching allocator asks NVML about the device's processes only once an allocation has
+    # failed (to word the OOM): each of its NVML asserts there replaces an OOM message
+    raw = f'RuntimeError: NVML_SUCCESS == DriverAPI::get()->{call} INTERNAL ASSERT FAILED at "../c10/cuda/CUDACachingAllocator.cpp":1123, please report a bug to PyTorch.'
+    assert events_of(raw)["cuda_oom"]["nvml_assert"] is True

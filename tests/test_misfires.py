@@ -1,5 +1,5 @@
-"""Hand-built logs on which a new reading once misfired (reviews of rounds 27-29's, 30-31's and
-32-33's readings): each holds the answer a user should see, so the reading cannot widen again unnoticed."""
+"""Hand-built logs on which a new reading once misfired (reviews of rounds 27-29's, 30-31's,
+32-33's and 34's readings): each holds the answer a user should see, so the reading cannot widen again unnoticed."""
 
 from __future__ import annotations
 
@@ -12,6 +12,20 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # the chat template is loaded at start-up too (a docker mount made a directory): before the
+    # server says it serves, a chat_utils.py traceback is the start-up's, not a request's
+    "chat_template_at_startup.log": ("other", "other-unrecognised-failure", "collect_more_log"),
+    # the allocator's other NVML asserts on its OOM path are an OOM in disguise, as `== r` is
+    "nvml_pcibusid_assert_oom.log": ("cuda_oom", "cuda-oom-other-phase", "lower_gpu_memory_utilization"),
+    "nvml_init_assert_oom.log": ("cuda_oom", "cuda-oom-other-phase", "lower_gpu_memory_utilization"),
+    # a negative KV figure is a profile that finished short, whatever a peer's Gloo error says
+    "negative_kv_beside_gloo.log": (
+        "no_cache_blocks",
+        "no-cache-blocks-utilization-too-low",
+        "raise_gpu_memory_utilization",
+    ),
+    # a Bus error while reading the weights from a network disk: a mapped file, not only /dev/shm
+    "sigbus_weights_nfs.log": ("other", "other-environment-refused", "fix_environment"),
     # docker's json-file log: vLLM on stdout, uvicorn on stderr; the stream names no service
     "docker_json_stop.log": ("healthy", "healthy", None),
     # vLLM's own ZeroMQ socket is not the network; `KeyboardInterrupt: terminated` is a SIGTERM

@@ -135,13 +135,32 @@ CASES = [
         "ValueError: Using V1 AsyncLLMEngine, but envs.VLLM_USE_V1=False. This should not happen. As a workaround, try using AsyncLLMEngine.from_vllm_config(...) or explicitly set VLLM_USE_V1=0 or 1",
         "fix_environment",
     ),
+    # round 35: a transformers release that clashes with the model's code or config, torch_npu's
+    # operator failure, a kernel launcher that does not compile, an fp8 format the GPU lacks
+    ("ValueError: 'aimv2' is already used by a Transformers config, pick another name.", "fix_environment"),
+    (
+        "ValueError: `rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {'factor': 8.0, 'rope_type': 'llama3'}",
+        "fix_environment",
+    ),
+    (
+        "RuntimeError: The Inner error is reported as above. The process exits for this inner error, and the current working operator name is SelfAttentionOperation.",
+        "fix_environment",
+    ),
+    (
+        "RuntimeError: NPUModelRunner init failed, error is Failed to compile /tmp/tmphxcyl__n/launcher_cxx11abi1.cxx, error: In file included from <built-in>:1",
+        "fix_environment",
+    ),
+    (
+        "ValueError(\"type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')\")",
+        "fix_config",
+    ),
 ]
 
 
 # lines that are not exceptions but name what the host or the image refused (round 34)
 REFUSALS = [
-    ("(RayWorker pid=4711) Fatal Python error: Bus error", "shared memory"),
-    ("(RayWorker pid=4711) *** SIGBUS received at time=1692322557 on cpu 5 ***", "shared memory"),
+    ("(RayWorker pid=4711) Fatal Python error: Bus error", "shared memory or a mapped file"),
+    ("(RayWorker pid=4711) *** SIGBUS received at time=1692322557 on cpu 5 ***", "shared memory or a mapped file"),
     ("ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'", "toolchain"),
     (
         "CUDA error (/__w/xformers/xformers/third_party/flash-attention/hopper/flash_fwd_launch_template.h:188): invalid argument",
@@ -151,10 +170,14 @@ REFUSALS = [
         "# title: [Bug]: RTX5080 got CUDA error: no kernel image is available for execution on the device",
         "kernel build",
     ),
+    (
+        "(Worker_TP0 pid=1070) ERROR 04-30 23:38:48 [multiproc_executor.py:932]         rtMemGetInfoEx execution failed, reason=driver error:no valid device[FUNC:FuncErrorReason]",
+        "driver",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("line", "kind"), REFUSALS, ids=[k for _, k in REFUSALS])
+@pytest.mark.parametrize(("line", "kind"), REFUSALS, ids=[line[:40] for line, _ in REFUSALS])
 def test_a_refusal_line_names_the_environment_kind(line: str, kind: str) -> None:
     log = "\n".join(
         [

@@ -1535,3 +1535,39 @@ def test_a_tiny_model_whose_printed_overhead_fills_a_fraction_set_low_raises_the
     )
     top = diagnose(log).diagnoses[0]
     assert (top.rule, top.remedies[0].action) == ("no-cache-blocks-utilization-too-low", "raise_gpu_memory_utilization")
+
+
+def test_the_process_a_container_lists_under_its_host_pid_is_this_one() -> None:
+    # no "this process has" inside a container: the one process listed holds what PyTorch allocated
+    # and reserved (plus a context), so it is this worker, not a co-tenant
+    oom = (
+        "(VllmWorkerProcess pid=214) ERROR 09-27 05:20:38 multiproc_worker_utils.py:233] Exception in worker VllmWorkerProcess "
+        "while processing method determine_num_available_blocks: CUDA out of memory. Tried to allocate 19.63 GiB. GPU 3 has a total "
+        "capacity of 79.15 GiB of which 17.73 GiB is free. Process {pid} has {held} GiB memory in use. Of the allocated memory 56.64 GiB "
+        "is allocated by PyTorch, and 4.07 GiB is reserved by PyTorch but unallocated."
+    )
+    assert diagnose(oom.format(pid=78729, held="61.41")).diagnoses[0].rule != "cuda-oom-other-process"
+    # a process holding far more than this one's PyTorch allocated is someone else
+    other = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which "
+        "1.12 GiB is free. Process 4242 has 42.16 GiB memory in use. Of the allocated memory 1.31 GiB is allocated by PyTorch, "
+        "and 0.12 GiB is reserved by PyTorch but unallocated."
+    )
+    assert diagnose(other).diagnoses[0].rule == "cuda-oom-other-process"
+
+
+def test_an_oom_message_wrapped_after_a_word_its_figure_follows_is_joined() -> None:
+    log = "HIP out of memory. Tried to allocate 13.54 GiB. GPU 0 has a total capacity of\n255.98 GiB of which 12.74 GiB is free."
+    assert diagnose(log).facts["oom_total_gib"] == 255.98
+    cut = "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 100.00 MiB (GPU 0; 12.00 GiB total"
+    assert diagnose(cut).facts["oom_total_gib"] == 12.0
+
+
+def test_an_npu_that_prints_zero_available_memory_leads_with_the_card_not_the_fraction() -> None:
+    # a second instance on one Ascend card: "Available memory: 0" is a clamp, not a shortfall of 0
+    log = (
+        "(EngineCore_DP0 pid=634) INFO 11-22 10:01:28 [worker_v1.py:256] Available memory: 0, total memory: 65452113920"
+    )
+    top = diagnose(log).diagnoses[0]
+    assert top.remedies[0].action == "free_gpu_memory"
+    assert "raise_gpu_memory_utilization" not in [r.action for r in top.remedies[:1]]

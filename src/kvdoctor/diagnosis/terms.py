@@ -84,6 +84,7 @@ _ZH: dict[str, dict[str, str]] = {
         "port": "端口",
         "vGPU layer (HAMi)": "vGPU 层（HAMi）",
         "NCCL's CUDA call": "NCCL 的 CUDA 调用",
+        "shared memory or a mapped file": "共享内存（/dev/shm）或映射的文件",
         "toolchain": "编译工具链（ptxas）",
         "kernel build": "内核构建（GPU 架构）",
     },

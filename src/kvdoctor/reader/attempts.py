@@ -635,7 +635,7 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
         sink.put("oom_cumem_allocator", True, event, rank=2)
     if f.get("nvml_assert"):
         # the allocator's OOM path could not read NVML (a MIG slice, Jetson): an OOM in disguise
-        sink.put("oom_reported_as", "`NVML_SUCCESS == r INTERNAL ASSERT FAILED`", event, rank=2)
+        sink.put("oom_reported_as", "`NVML_SUCCESS == … INTERNAL ASSERT FAILED`", event, rank=2)
     if f.get("device"):
         sink.put("oom_device", str(f["device"]).upper(), event, rank=2)  # CUDA, HIP, XPU, NPU, TPU
     for key, name in (
@@ -942,7 +942,13 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
         for e in fatal
         if e.kind == "frame"
         # (or in the OpenAI server's request handlers, serving_chat.py & co: a request's own error)
-        and (e.fields.get("function") in _BUSY_LOOP or _REQUEST_FILE.search(e.fields.get("file", "")))
+        and (
+            e.fields.get("function") in _BUSY_LOOP
+            or "/entrypoints/openai/serving_" in e.fields.get("file", "")
+            # (the chat template and the parsers run at start-up too, loading: a request's only
+            # once the server said it serves)
+            or (bool(serving) and e.line > serving[0].line and bool(_REQUEST_HELPER.search(e.fields.get("file", ""))))
+        )
     ]
     if at_work and _sized_kv(attempt):
         # the traceback runs through the engine's step loop: start-up was over and the engine was
@@ -953,11 +959,9 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
 
 
 _OOM_WORDS = re.compile(r"(?i)out of memory|OutOfMemory")
-# the OpenAI server's request path: its handlers and what they call per request (the chat
-# template, tool and reasoning parsers)
-_REQUEST_FILE = re.compile(
-    r"/entrypoints/openai/serving_|/entrypoints/chat_utils\.py|/(?:tool|reasoning)_parsers?/|/entrypoints/openai/tool_parsers/"
-)
+# what the OpenAI server's request handlers call per request: the chat template, tool and
+# reasoning parsers
+_REQUEST_HELPER = re.compile(r"/entrypoints/chat_utils\.py|/(?:tool|reasoning)_parsers?/")
 # a frame in the caller's own code: not an installed package, the standard library or frozen code
 _LIBRARY_FILE = re.compile(r"(?:site|dist)-packages/|^<|/lib/python3[\d.]*/(?!site-packages)")
 

@@ -96,9 +96,9 @@ _COMMUNICATION = re.compile(r"(?i)NPU function error|HCCL|NCCL|gloo|Connection (
 
 def _kv_cache_absent(out: Facts) -> None:
     """The attempt left nothing for the KV cache: vLLM's no-blocks error (or its auto-fit refusal),
-    or a printed KV size or block count of zero or less (the line it rests on is its evidence). A
-    zero printed by a rank beside a communication failure that another rank raised is not the
-    verdict: the failure is."""
+    or a printed KV size or block count of zero or less (the line it rests on is its evidence). An
+    exact zero printed by a rank beside a communication failure that another rank raised is not the
+    verdict: the failure is (a negative figure is a profile that finished short)."""
     said = next((out[n] for n in ("seen.no_cache_blocks_error", "seen.auto_fit_error") if _v(out, n)), None)
     zero = next(
         (out[n] for n in ("gpu_blocks", "kv_cache_gib") if isinstance(_v(out, n), (int, float)) and _v(out, n) <= 0),
@@ -107,7 +107,8 @@ def _kv_cache_absent(out: Facts) -> None:
     basis = zero or said  # the figure, where printed: the error line is evidence of its own
     if basis is None or "kv_cache_absent" in out:
         return
-    if said is None and not _v(out, "memory_error_seen"):
+    # (a profile broken off prints exactly 0; a negative figure is a profile that finished short)
+    if said is None and not _v(out, "memory_error_seen") and basis.value == 0:
         raised = f"{_v(out, 'error_type') or ''}: {_v(out, 'error_message') or ''}"
         if _COMMUNICATION.search(raised):
             return

@@ -414,6 +414,8 @@ _OOM_FIELD_SOURCES = (
     (_SIZE + r" allowed;", "allowed_gib"),
     # torch <= 2.0: "(GPU 0; 15.78 GiB total capacity; 14.56 GiB already allocated; 3.44 MiB free; …)"
     (_SIZE + r" total capacity;", "total_gpu_gib"),
+    # (the same message cut after its first figure: "(GPU 0; 12.00 GiB total")
+    (r"\(GPU \d+; " + _SIZE + r" total\b", "total_gpu_gib"),
     (_SIZE + r" already allocated", "allocated_gib"),
     (r"; " + _SIZE + r" free;", "free_gib"),
     (r"; " + _SIZE + r" reserved in total by PyTorch", "this_process_gib"),
@@ -490,8 +492,12 @@ def _environment_error(m: re.Match[str]) -> Fields:
         kind = "driver"
     elif "disk" in text or "space left" in text:
         kind = "disk"
-    elif "shm" in text or "bus error" in text or "sigbus" in text:
+    elif "shm" in text:
         kind = "shared memory"
+    elif "bus error" in text or "sigbus" in text:
+        # (a page of a mapped file that cannot be backed: /dev/shm in a container, or the weights'
+        # own file on a network disk or changed while it loads)
+        kind = "shared memory or a mapped file"
     elif "ptx" in text:
         kind = "toolchain"
     elif text.startswith("cuda error (") or "no kernel image" in text:
@@ -502,7 +508,7 @@ def _environment_error(m: re.Match[str]) -> Fields:
         kind = "port"
     elif "hami" in text:
         kind = "vGPU layer (HAMi)"
-    elif "ioctl" in text:
+    elif "ioctl" in text or "driver error" in text:
         kind = "driver"
     elif "nccl warn" in text:
         kind = "NCCL's CUDA call"
@@ -701,6 +707,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "PTX codegen error",
             "CUDA error (",
             "no kernel image is available",
+            "reason=driver error:",
         ),
         _F(
             r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
@@ -739,7 +746,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
             # invalid argument"): a kernel built for another GPU generation, not memory
             r"CUDA error \([^)\n]{1,200}\): (?!out of memory)[a-z][^\n]{0,120}|"
             # torch or a kernel built without this GPU's architecture (a title quotes it often)
-            r"no kernel image is available for execution on the device)"
+            r"no kernel image is available for execution on the device|"
+            # Ascend's runtime that cannot read the device through its driver (halMemGetInfo)
+            r"rtMemGetInfo\w* execution failed, reason=driver error:[\w ]+|reason=driver error:no valid device)"
         ),
         _environment_error,
     ),
@@ -1208,8 +1217,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # ("NVML_SUCCESS == r INTERNAL ASSERT FAILED at …/CUDACachingAllocator.cpp":1016, pytorch#112377)
     Extractor(
         "cuda_oom",
-        ("NVML_SUCCESS == r INTERNAL ASSERT",),
-        _F(r"NVML_SUCCESS == r INTERNAL ASSERT FAILED at \W*\S*CUDACachingAllocator\.cpp"),
+        # (and its other NVML asserts on that path: nvmlInit_v2_(), the PCI-bus-id handle lookup)
+        ("NVML_SUCCESS == ",),
+        _F(r"NVML_SUCCESS == [^\n]{0,160}?INTERNAL ASSERT FAILED at \W*\S*CUDACachingAllocator\.cpp"),
         lambda m: {"device": "CUDA", "nvml_assert": True},
     ),
     # (Triton's own allocation, e.g. an autotuner's scratch buffers on the first request:
@@ -1412,6 +1422,15 @@ EXTRACTORS: tuple[Extractor, ...] = (
     ),
     # Ray V0: "Error executing method capture_model. This might cause deadlock …" (often cut short)
     Extractor("engine_failed", ("Error executing",), _F(r"Error executing metho"), _nothing),
+    # an exception logged as its repr, the whole message of a worker's ERROR line
+    # ('ValueError("type fp8e4nv not supported in this architecture. …")'); not one a sentence names
+    # ("Failed to import from vllm._C with ModuleNotFoundError(…)")
+    Extractor(
+        "exception",
+        ('Error("', "Error('", 'Exception("', "Exception('"),
+        _F(r"""^\s*([A-Z]\w*(?:Error|Exception))\((["'])(.+)\2\)\s*$"""),
+        lambda m: {"type": m.group(1), "message": m.group(3)},
+    ),
     # C++ exceptions surfaced by Ray / NCCL:
     # "Unhandled exception: St13runtime_error. what(): NCCL Error 5: invalid usage"
     Extractor(

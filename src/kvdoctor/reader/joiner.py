@@ -36,6 +36,12 @@ _KNOWN_CONTINUATION = re.compile(
     # the start-up check re-wrapped ("… on startup is less" / "than desired GPU memory utilization …")
     r"(?:(?:is less )?than )?desired GPU memory utilization \(|on startup is less than desired)"
 )
+# torch's OOM sentence re-wrapped after a word its figure follows ("… GPU 0 has a total capacity
+# of" / "255.98 GiB of which 12.74 GiB is free.")
+_FIGURE_FOLLOWS = re.compile(
+    r"(?:capacity of|of which|Tried to allocate|memory in use\. Of the allocated memory| has)\s*$"
+)
+_FIGURE_START = re.compile(r"^\s*-?\d[\d,.]*\s*(?:[KMGT]i?B|bytes)\b")
 # a figure's unit re-wrapped onto the next line ("Available KV cache memory: -1.37" / "GiB")
 _UNIT_START = re.compile(r"^\s*(?:[KMGT]i?B|bytes)\b")
 _WRAP_START = re.compile(r"^[a-z0-9_./)\]},'\"-]")
@@ -110,6 +116,8 @@ def _continues(previous: Line, line: Line, joined: int) -> bool:
     if _KNOWN_CONTINUATION.match(line.text):
         return True
     if previous.text[-1:].isdigit() and _UNIT_START.match(line.text):
+        return True
+    if _FIGURE_START.match(line.text) and _FIGURE_FOLLOWS.search(previous.text):
         return True
     if _rest_of_record(previous, line):
         return True
