@@ -1,5 +1,5 @@
 """Hand-built logs on which a new reading once misfired (reviews of rounds 27-29's, 30-31's,
-32-33's and 34's readings): each holds the answer a user should see, so the reading cannot widen again unnoticed."""
+32-33's and 34's readings, and realistic variants of round 35's real logs): each holds the answer a user should see, so the reading cannot widen again unnoticed."""
 
 from __future__ import annotations
 
@@ -12,6 +12,10 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # the tiny model's profiling lines cut away: no card it fills, so no call to shard it
+    "tiny_model_no_profile_lines.log": ("no_cache_blocks", "no-cache-blocks-unmeasured", "free_gpu_memory"),
+    # a relaunch pasted without its banner: a new pid of the process that failed, loading again
+    "relaunch_new_pid_no_banner.log": ("healthy", "healthy", None),
     # the chat template is loaded at start-up too (a docker mount made a directory): before the
     # server says it serves, a chat_utils.py traceback is the start-up's, not a request's
     "chat_template_at_startup.log": ("other", "other-unrecognised-failure", "collect_more_log"),
@@ -80,3 +84,18 @@ def test_a_reading_does_not_misfire(name: str) -> None:
     top = report.diagnoses[0]
     first = top.remedies[0].action if top.remedies else None
     assert (report.verdict, top.rule, first) == CASES[name]
+
+
+def test_a_raised_fraction_leaves_room_for_one_request_at_the_length() -> None:
+    # clearing the shortfall alone (0.75) leaves 12K tokens for a 32K model: the next start fails
+    # on the max-len check; one request's KV at the model's own length is planned in
+    top = diagnose(HERE / "raise_covers_one_request.log").diagnoses[0]
+    assert (top.remedies[0].action, top.remedies[0].value) == ("raise_gpu_memory_utilization", 0.8)
+
+
+def test_a_guessed_phase_rules_no_flag_out() -> None:
+    # one OOM line with no step named: the weights are the likelier step (low), but a fraction is
+    # not ruled out on a guess
+    top = diagnose(HERE / "lone_oom_line.log").diagnoses[0]
+    assert (top.rule, top.confidence) == ("cuda-oom-weight-loading", "low")
+    assert "lower_gpu_memory_utilization" not in [a.action for a in top.avoid]

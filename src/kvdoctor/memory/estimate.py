@@ -183,6 +183,7 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
     layout = ctx.layout()
     if ctx.entry is not None:
         out["model_catalog_id"] = ctx.entry.id
+    length = ctx.max_model_len
     if not ctx.max_model_len:
         # the length vLLM derives when none is given: the model's config, else what its name says
         longest = default_max_model_len(ctx.entry.config) if ctx.entry is not None else None
@@ -190,15 +191,17 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         longest = longest or (context_from_name(model) if model else None)
         if longest:
             out["max_model_len_estimate"] = longest
+            length = longest
     per_token = layout.bytes_per_token if layout is not None and layout.bytes_per_token else None
     logged_gib, logged_tokens = _num(facts, "kv_cache_gib"), _num(facts, "kv_cache_tokens")
     if per_token is None and logged_gib and logged_tokens and logged_gib > 0:
         per_token = int(round(logged_gib * GIB / logged_tokens))
     if per_token:
         out["kv_bytes_per_token"] = per_token
-    if layout is not None and layout.bytes_per_token and ctx.max_model_len:
-        # one request at the length asked for: what the KV check needs, where the log cut it off
-        out["one_request_kv_gib_estimate"] = round(layout.bytes_per_token * ctx.max_model_len / GIB, 2)
+    if layout is not None and layout.bytes_per_token and length:
+        # one request at the length asked for (or the one vLLM derives): what the KV check needs,
+        # where the log cut it off
+        out["one_request_kv_gib_estimate"] = round(layout.bytes_per_token * length / GIB, 2)
     weights = ctx.weights()
     if ctx.entry is not None:
         out["weights_gib_estimate"] = round(_estimate_only(ctx), 2)

@@ -180,19 +180,40 @@ def split_attempts(events: Iterable[Event]) -> Iterator[Attempt]:
         yield attempt
 
 
+# a step of a start-up that a process only takes once: seen again from a new pid of a process
+# that failed, it is a relaunch pasted without its banner
+_RELAUNCH_STEPS = frozenset(
+    {"weights_loaded", "profile_budget", "profile_breakdown", "available_kv_memory", "kv_cache_size"}
+)
+
+
 def _split(events: Iterable[Event]) -> Iterator[Attempt]:
     current = Attempt(0)
     since = 0  # events pasted ahead of their start-up do not count as its progress
+    failed: dict[str, set[int]] = {}  # process name -> the pids that raised in this start-up
     for event in events:
         starts = event.kind in START_KINDS and not _quoted_launch(event)
-        if starts and current.progressed(since) and not _quoted_error_only(current):
+        proc, pid = event.origin.proc, event.origin.pid
+        relaunch = (
+            event.kind in _RELAUNCH_STEPS
+            and proc in failed
+            and pid is not None
+            and pid not in failed[proc]
+            and not any(e.origin.proc == proc and e.origin.pid == pid for e in current.events)
+        )
+        if relaunch:
+            yield current
+            current, since, failed = Attempt(current.index + 1), 0, {}
+        elif starts and current.progressed(since) and not _quoted_error_only(current):
             if current.index == 0 and not since and _pasted_ahead(current, event):
                 since = len(current.events)  # the end of this start-up, pasted above its beginning
                 current.events.append(event)
                 continue
             since = 0
             yield current
-            current = Attempt(current.index + 1)
+            current, failed = Attempt(current.index + 1), {}
+        if event.kind in FATAL_KINDS and proc is not None and pid is not None:
+            failed.setdefault(proc, set()).add(pid)
         current.events.append(event)
     if current.events or current.index == 0:
         yield current

@@ -162,7 +162,12 @@ def _smallest_card(out: Facts) -> None:
     if fitting:
         card = min(fitting, key=lambda g: g.total_gib)
         _put(out, "smallest_card_gib", card.total_gib, source="estimate")
-        _put(out, "smallest_card_name", card.name, source="estimate")
+        if weights >= TIGHT_ON_CARD * card.total_gib:
+            # (named only where the weights fill it: then that card explains the failure alone)
+            _put(out, "smallest_card_name", card.name, source="estimate")
+
+
+TIGHT_ON_CARD = 0.76  # the weights' share of a card past which weights and a profile leave no KV
 
 
 def _cotenant_loading(out: Facts) -> None:
