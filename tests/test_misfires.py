@@ -12,6 +12,14 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # a rope_scaling dict the user wrote without its `type` is a setting; Llama 3.1's own `llama3`
+    # dict refused by an old transformers is the environment (validation 5650)
+    "rope_scaling_user_dict.log": ("other", "other-non-memory-failure", "fix_config"),
+    # the engine's "init engine … took" comes before the API server builds its handlers and loads
+    # the chat template: a failure there is the start-up's
+    "chat_template_after_init_engine.log": ("other", "other-unrecognised-failure", "collect_more_log"),
+    # an OpenAI handler built by init_app_state (serving_responses.py __init__) at start-up
+    "serving_handler_init_at_startup.log": ("other", "other-non-memory-failure", "fix_environment"),
     # the tiny model's profiling lines cut away: no card it fills, so no call to shard it
     "tiny_model_no_profile_lines.log": ("no_cache_blocks", "no-cache-blocks-unmeasured", "free_gpu_memory"),
     # a relaunch pasted without its banner: a new pid of the process that failed, loading again

@@ -958,6 +958,10 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
         # the engine's step raised on a batch the scheduler built: start-up was over
         sink.put("failed_while_serving", dump.fields["during"], dump, rank=2)
         return True
+    # the API server's own word that it serves (not the engine's "init engine … took", printed
+    # before the server builds its handlers)
+    api_up = [e for e in serving if "init engine" not in e.text]
+    server_starting = any(e.kind == "frame" and e.fields.get("function") in _SERVER_STARTUP for e in fatal)
     at_work = [
         e
         for e in fatal
@@ -965,10 +969,20 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
         # (or in the OpenAI server's request handlers, serving_chat.py & co: a request's own error)
         and (
             e.fields.get("function") in _BUSY_LOOP
-            or "/entrypoints/openai/serving_" in e.fields.get("file", "")
-            # (the chat template and the parsers run at start-up too, loading: a request's only
-            # once the server said it serves)
-            or (bool(serving) and e.line > serving[0].line and bool(_REQUEST_HELPER.search(e.fields.get("file", ""))))
+            # (the OpenAI server's handlers and the chat template and parsers they call run at
+            # start-up too, built and loaded by init_app_state: a request's only where the server
+            # said it serves first and no frame is its start-up's)
+            or (
+                (
+                    "/entrypoints/openai/serving_" in e.fields.get("file", "")
+                    or (
+                        bool(api_up)
+                        and e.line > api_up[0].line
+                        and bool(_REQUEST_HELPER.search(e.fields.get("file", "")))
+                    )
+                )
+                and not server_starting
+            )
         )
     ]
     if at_work and _sized_kv(attempt):
@@ -982,6 +996,8 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
 _OOM_WORDS = re.compile(r"(?i)out of memory|OutOfMemory")
 # what the OpenAI server's request handlers call per request: the chat template, tool and
 # reasoning parsers
+# the API server building its app: what fails under these is its start-up, not a request
+_SERVER_STARTUP = frozenset({"init_app_state", "build_app", "run_server_worker", "build_async_engine_client"})
 _REQUEST_HELPER = re.compile(r"/entrypoints/chat_utils\.py|/(?:tool|reasoning)_parsers?/")
 # a frame in the caller's own code: not an installed package, the standard library or frozen code
 _LIBRARY_FILE = re.compile(r"(?:site|dist)-packages/|^<|/lib/python3[\d.]*/(?!site-packages)")
