@@ -12,6 +12,20 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # a sibling V0 worker (one name for every rank) loads after another rank's OOM: one start-up
+    "v0_tp4_sibling_loads_after_oom.log": ("cuda_oom", "cuda-oom-weight-loading", "increase_tensor_parallel_size"),
+    # a request's chat-template error, then Ctrl-C through run_server_worker: the server had served
+    "request_error_then_ctrl_c.log": ("healthy", "healthy", None),
+    # a manifest's argv as YAML items or a JSON array: the 0.95 it sets is read, and is no call to raise
+    "k8s_yaml_argv.log": ("no_cache_blocks", "no-cache-blocks-model-too-large", "increase_tensor_parallel_size"),
+    "json_argv.log": ("no_cache_blocks", "no-cache-blocks-model-too-large", "increase_tensor_parallel_size"),
+    # a fraction of 0.35 on 0.7.3, the budget printed and short by its own figures: the fraction,
+    # not a co-tenant (0.7 charges no other process to the budget)
+    "v0_util035_budget_printed.log": (
+        "no_cache_blocks",
+        "no-cache-blocks-utilization-too-low",
+        "raise_gpu_memory_utilization",
+    ),
     # a rope_scaling dict the user wrote without its `type` is a setting; Llama 3.1's own `llama3`
     # dict refused by an old transformers is the environment (validation 5650)
     "rope_scaling_user_dict.log": ("other", "other-non-memory-failure", "fix_config"),
@@ -107,3 +121,14 @@ def test_a_guessed_phase_rules_no_flag_out() -> None:
     top = diagnose(HERE / "lone_oom_line.log").diagnoses[0]
     assert (top.rule, top.confidence) == ("cuda-oom-weight-loading", "low")
     assert "lower_gpu_memory_utilization" not in [a.action for a in top.avoid]
+
+
+def test_a_raise_that_cannot_hold_one_request_leads_to_a_shorter_length_too() -> None:
+    # Llama-3.1-8B at its own 131072 tokens needs ≈16 GiB of KV for one request, more than 0.95 of
+    # a 24 GiB card leaves: clear the shortfall, then shorten the length (not "do not lower it")
+    top = diagnose(HERE / "raise_cannot_hold_one_request.log").diagnoses[0]
+    assert [(r.action, r.value) for r in top.remedies[:2]] == [
+        ("raise_gpu_memory_utilization", 0.72),
+        ("lower_max_model_len", None),
+    ]
+    assert "lower_max_model_len" not in [a.action for a in top.avoid]

@@ -129,7 +129,6 @@ KNOWN_MISSES = {
     "3232-": "a tool parser this release does not have: a listed one and an upgrade both work; the label upgrades",
     "2710-": "1.6 GiB held beside a V1 sampler OOM on an 8 GB card reads as a co-tenant; the thread blamed V1's 1024 sequences",
     "2711-": "the profiling assertion is only in the thread's title",
-    "2753-": "the failing run's fraction is not in the file (0.3 is the working run's): read as a co-tenant",
     "2757-": "a driver-level 'out of memory' in a WSL2 weight repack: the environment, which is the fix, but the label's class is cuda_oom",
     "2765-": "a GB10 free-memory check 10% short: a smaller fraction and freeing the memory both work; the label frees it",
     "2767-": "a nightly's graph-capture regression fixed by a downgrade: the log shows only the capture error",

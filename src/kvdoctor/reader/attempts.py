@@ -181,7 +181,9 @@ def split_attempts(events: Iterable[Event]) -> Iterator[Attempt]:
 
 
 # a step of a start-up that a process only takes once: seen again from a new pid of a process
-# that failed, it is a relaunch pasted without its banner
+# that failed, it is a relaunch pasted without its banner (a server's one engine core or API
+# server only: workers share one name, and a sibling rank loads after another rank raised)
+_ONE_PER_SERVER = re.compile(r"^(?:EngineCore(?:_DP\d+)?|APIServer)$")
 _RELAUNCH_STEPS = frozenset(
     {"weights_loaded", "profile_budget", "profile_breakdown", "available_kv_memory", "kv_cache_size"}
 )
@@ -197,6 +199,7 @@ def _split(events: Iterable[Event]) -> Iterator[Attempt]:
         relaunch = (
             event.kind in _RELAUNCH_STEPS
             and proc in failed
+            and _ONE_PER_SERVER.match(proc)
             and pid is not None
             and pid not in failed[proc]
             and not any(e.origin.proc == proc and e.origin.pid == pid for e in current.events)
@@ -961,7 +964,17 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
     # the API server's own word that it serves (not the engine's "init engine … took", printed
     # before the server builds its handlers)
     api_up = [e for e in serving if "init engine" not in e.text]
-    server_starting = any(e.kind == "frame" and e.fields.get("function") in _SERVER_STARTUP for e in fatal)
+    # (a frame of the server's start-up in the same traceback as the handler's: one after the last
+    # traceback header above it)
+    headers = [e.line for e in attempt.events if e.kind == "traceback"]
+
+    def server_starting(frame: Event) -> bool:
+        top = max((h for h in headers if h < frame.line), default=-1)
+        return any(
+            f.kind == "frame" and top < f.line < frame.line and f.fields.get("function") in _SERVER_STARTUP
+            for f in fatal
+        )
+
     at_work = [
         e
         for e in fatal
@@ -981,7 +994,7 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
                         and bool(_REQUEST_HELPER.search(e.fields.get("file", "")))
                     )
                 )
-                and not server_starting
+                and not server_starting(e)
             )
         )
     ]

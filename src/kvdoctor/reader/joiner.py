@@ -59,6 +59,12 @@ def _rest_of_record(previous: Line, line: Line) -> bool:
     return raw[:1] == " " and bool(_WRAP_START.match(raw[1:2])) and not _CODE_LINE.match(raw)
 
 
+# a Kubernetes/Helm/compose manifest's argv, one YAML item per line ("- --gpu-memory-utilization" /
+# '- "0.95"'): the items after a flag item are joined to it, so the flags read as one command
+_YAML_FLAG = re.compile(r"^\s*- --[a-z][\w-]*")
+_YAML_ITEM = re.compile(r"^\s*- [^\s#]")
+
+
 def _open_list(previous: Line) -> bool:
     """The line opens a Python list of strings that it does not close (`['serve',`)."""
     text = previous.text.lstrip()
@@ -107,6 +113,8 @@ def _continues(previous: Line, line: Line, joined: int) -> bool:
         and line.origin.proc in (None, previous.origin.proc)
     ):
         return joined < MAX_COMMAND_JOIN  # a list pretty-printed one item per line (an argv)
+    if _YAML_FLAG.match(previous.text) and _YAML_ITEM.match(line.text) and line.origin.proc == previous.origin.proc:
+        return joined < MAX_COMMAND_JOIN
     if joined >= MAX_JOIN or not line.text.strip():
         return False
     if line.raw.lstrip()[:2] == '{"' and previous.raw.lstrip()[:2] != '{"':
@@ -131,6 +139,8 @@ def _continues(previous: Line, line: Line, joined: int) -> bool:
 
 
 def _join(previous: Line, line: Line) -> Line:
+    if _YAML_FLAG.match(previous.text) and _YAML_ITEM.match(line.text):
+        return replace(previous, text=f"{previous.text.rstrip()} {line.text.strip()[2:]}", raw=line.raw)
     if previous.text.endswith("\\"):
         return replace(previous, text=f"{previous.text[:-1].rstrip()} {line.text.strip()}", raw=line.raw)
     glue = "" if _terminal_wrap(previous, line) else " "

@@ -117,13 +117,16 @@ def is_vllm_command(text: str) -> bool:
     or an argv a launcher printed as a Python list (`['serve', 'm', '--max_model_len', '131072']`)."""
     if any(marker in text for marker in _LAUNCHERS) and " --" in text or "vllm serve " in text:
         return True
-    text = text.replace("_", "-") if _ARGV_LIST.match(text) else text
+    text = text.replace("_", "-") if _ARGV_LIST.match(text) or _JSON_ARGV.match(text) else text
     return sum(flag in text for flag in _FLAG_WORDS) >= 2
 
 
 # an argv printed as a Python list (verl's vLLMHttpServer pretty-prints the one it launches)
 _ARGV_LIST = re.compile(r"^\s*\[\s*'[^']*',")
 _LIST_ITEM = re.compile(r"'([^']*)'")
+# the same in JSON (a manifest's `"args": ["--model", "m", "--gpu-memory-utilization", "0.95"]`)
+_JSON_ARGV = re.compile(r'^\s*(?:"(?:args|command)"\s*:\s*)?\[\s*"[^"]*",')
+_JSON_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
 def parse_command_line(text: str) -> dict[str, Any]:
@@ -131,6 +134,10 @@ def parse_command_line(text: str) -> dict[str, Any]:
     text = text.lstrip("$# ").strip()
     if _ARGV_LIST.match(text):
         return parse_vllm_argv(_LIST_ITEM.findall(text))
+    if _JSON_ARGV.match(text):
+        items = _JSON_ITEM.findall(text)
+        return parse_vllm_argv(items[1:] if items and items[0] in ("args", "command") else items)
+    text = text.removeprefix("- ")  # a manifest's YAML argv, joined (reader/joiner.py)
     try:
         argv = shlex.split(text, comments=False)
     except ValueError:
