@@ -12,6 +12,13 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # 0.6.4 at 0.1: the weights alone exceed the fraction's budget; 0.59 GiB in use before is a
+    # CUDA context, no co-tenant is needed to explain it
+    "v064_util010_weights_over_budget.log": (
+        "no_cache_blocks",
+        "no-cache-blocks-utilization-too-low",
+        "raise_gpu_memory_utilization",
+    ),
     # a sibling V0 worker (one name for every rank) loads after another rank's OOM: one start-up
     "v0_tp4_sibling_loads_after_oom.log": ("cuda_oom", "cuda-oom-weight-loading", "increase_tensor_parallel_size"),
     # a request's chat-template error, then Ctrl-C through run_server_worker: the server had served
@@ -132,3 +139,11 @@ def test_a_raise_that_cannot_hold_one_request_leads_to_a_shorter_length_too() ->
         ("lower_max_model_len", None),
     ]
     assert "lower_max_model_len" not in [a.action for a in top.avoid]
+
+
+def test_v0_that_refuses_a_batch_below_the_length_is_not_told_to_lower_the_batch() -> None:
+    # vLLM 0.2 without chunked prefill profiles one batch of --max-model-len tokens and rejects a
+    # smaller --max-num-batched-tokens: the length is the lever, not the batch
+    top = diagnose(HERE / "v0_02x_batch_follows_length.log").diagnoses[0]
+    actions = [r.action for r in top.remedies]
+    assert "lower_max_model_len" in actions and "reduce_max_num_batched_tokens" not in actions
