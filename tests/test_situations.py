@@ -1571,3 +1571,20 @@ def test_an_npu_that_prints_zero_available_memory_leads_with_the_card_not_the_fr
     top = diagnose(log).diagnoses[0]
     assert top.remedies[0].action == "free_gpu_memory"
     assert "raise_gpu_memory_utilization" not in [r.action for r in top.remedies[:1]]
+
+
+def test_v1s_non_default_arguments_without_the_fraction_show_the_default_in_force() -> None:
+    # a length far from fitting at vLLM's default: with the non-default arguments listed (no
+    # fraction among them) no launcher set it lower, so raising it is ruled out as with 0.9 typed
+    head = "(EngineCore_DP0 pid=9) "
+    tail = [
+        f"{head}INFO 09-15 09:01:10 [gpu_worker.py:298] Available KV cache memory: 3.21 GiB",
+        f"{head}ERROR 09-15 09:01:11 [core.py:700] ValueError: To serve at least one request with the models's max seq len (40960), (5.62 GiB KV cache is needed, which is larger than the available KV cache memory (3.21 GiB). Based on the available memory, the estimated maximum model length is 23360. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+    ]
+    listed = "(APIServer pid=1) INFO 09-15 09:00:02 [utils.py:328] non-default args: {'model_tag': 'Qwen/Qwen3-8B', 'model': 'Qwen/Qwen3-8B'}"
+    top = diagnose("\n".join([listed, *tail])).diagnoses[0]
+    assert "raise_gpu_memory_utilization" in [a.action for a in top.avoid]
+    assert "raise_gpu_memory_utilization" not in [r.action for r in top.remedies]
+    # without that list, a wrapper may have set the fraction: raising is offered, as a question
+    blind = diagnose("\n".join(tail)).diagnoses[0]
+    assert "raise_gpu_memory_utilization" in [r.action for r in blind.remedies]

@@ -67,6 +67,13 @@ def derive(facts: Facts) -> Facts:
     if "gpu_memory_utilization" not in out and "kv_cache_memory_bytes" not in out and out:
         _put(out, "gpu_memory_utilization", default_utilization(out), source="default")
         _put(out, "utilization_default", True, source="default")
+        args = out.get("seen.args")
+        if args is not None and "non-default args" in (args.text or ""):
+            # V1 lists the arguments that differ from the defaults: one without the fraction shows
+            # the default in force (not a launcher's value the log leaves out)
+            _put(out, "utilization_default_shown", True, source="default")
+            note = "vLLM's default: the non-default arguments the log lists leave it out"
+            _put(out, "gpu_memory_utilization_note", note, source="default")
         _put(out, "gpu_memory_utilization_note", "vLLM's default: the log does not show the fraction", source="default")
     _gpu_total(out)
     _era_flags(out)

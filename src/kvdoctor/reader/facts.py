@@ -174,6 +174,7 @@ KNOWN_FACTS = frozenset(
         "batch_follows_length",
         "batch_follows_long_length",
         "kv_cache_absent",
+        "utilization_default_shown",
         "no_gpu_reason",
         "max_model_len_kernel_limit",
         "oom_cumem_allocator",
