@@ -12,6 +12,14 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # 0.45 on 0.7.3 with 9.86 GiB of non-torch memory printed: 0.6.5+ counts there what another
+    # process allocates meanwhile, so the co-tenant stays the reading
+    "v073_util045_cotenant_in_non_torch.log": ("no_cache_blocks", "no-cache-blocks-other-process", "free_gpu_memory"),
+    # 0.10.1's engine core is "EngineCore_0": a new pid of it loading again is a relaunch
+    "relaunch_enginecore_0.log": ("healthy", "healthy", None),
+    # a handler's cause printed above the start-up traceback it caused (raise … from e), with its
+    # own header: before the server said it serves, not a request
+    "chained_handler_init_at_startup.log": ("other", "other-unrecognised-failure", "collect_more_log"),
     # 0.6.4 at 0.1: the weights alone exceed the fraction's budget; 0.59 GiB in use before is a
     # CUDA context, no co-tenant is needed to explain it
     "v064_util010_weights_over_budget.log": (
@@ -147,3 +155,13 @@ def test_v0_that_refuses_a_batch_below_the_length_is_not_told_to_lower_the_batch
     top = diagnose(HERE / "v0_02x_batch_follows_length.log").diagnoses[0]
     actions = [r.action for r in top.remedies]
     assert "lower_max_model_len" in actions and "reduce_max_num_batched_tokens" not in actions
+
+
+def test_one_request_on_v1_keeps_only_a_sliding_layers_window() -> None:
+    # Gemma-3-27B at 131072 tokens: 10 full-attention layers keep the length, 52 sliding ones their
+    # window; one request fits at 0.85, so no shorter length is called for
+    report = diagnose(HERE / "gemma3_sliding_one_request.log")
+    assert report.facts["one_request_kv_gib_estimate"] < 15
+    top = report.diagnoses[0]
+    assert top.remedies[0].action == "raise_gpu_memory_utilization"
+    assert "lower_max_model_len" not in [r.action for r in top.remedies]

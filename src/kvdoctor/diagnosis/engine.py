@@ -50,7 +50,10 @@ _OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.S)
 # text is (issue 16); a value not listed here is shown as written
 _ZH_VALUES: tuple[tuple[str, str], ...] = (  # patterns compiled on first use (zh only)
     (r"^vLLM's default: the log does not show the fraction$", "vLLM 的默认值：日志没有显示比例"),
-    (r"^vLLM's default: the non-default arguments the log lists leave it out$", "vLLM 的默认值：日志列出的非默认参数中没有它"),
+    (
+        r"^vLLM's default: the non-default arguments the log lists leave it out$",
+        "vLLM 的默认值：日志列出的非默认参数中没有它",
+    ),
     (r"^kvdoctor's model catalog$", "kvdoctor 内置的模型目录"),
     (r"^(\S+)B parameters in the model's name$", r"模型名中的 \1B 参数量"),
     (r"^the catalog's (.+)$", r"kvdoctor 内置目录中的 \1"),

@@ -27,7 +27,7 @@ from kvdoctor.memory.catalog import (
     params_from_name,
     quantization_from_name,
 )
-from kvdoctor.memory.layout import KvLayout, kv_layout
+from kvdoctor.memory.layout import KvLayout, LayerKind, kv_layout
 from kvdoctor.memory.model import default_max_model_len
 from kvdoctor.memory.weights import estimate_weights, linear_bytes_per_param
 
@@ -200,8 +200,17 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         out["kv_bytes_per_token"] = per_token
     if layout is not None and layout.bytes_per_token and length:
         # one request at the length asked for (or the one vLLM derives): what the KV check needs,
-        # where the log cut it off
-        out["one_request_kv_gib_estimate"] = round(layout.bytes_per_token * length / GIB, 2)
+        # where the log cut it off (V1's hybrid manager keeps a sliding layer's window, or a
+        # chunked layer's chunk, not the whole length)
+        request_bytes = float(layout.bytes_per_token * length)
+        if _str(facts, "engine") == "v1":
+            sliding, chunked = layout.count(LayerKind.SLIDING), layout.count(LayerKind.CHUNKED)
+            request_bytes = layout.token_bytes_per_layer * (
+                (layout.attention_layers - sliding - chunked) * length
+                + sliding * min(layout.window or length, length)
+                + chunked * min(layout.chunk or length, length)
+            )
+        out["one_request_kv_gib_estimate"] = round(request_bytes / GIB, 2)
     weights = ctx.weights()
     if ctx.entry is not None:
         out["weights_gib_estimate"] = round(_estimate_only(ctx), 2)

@@ -183,7 +183,7 @@ def split_attempts(events: Iterable[Event]) -> Iterator[Attempt]:
 # a step of a start-up that a process only takes once: seen again from a new pid of a process
 # that failed, it is a relaunch pasted without its banner (a server's one engine core or API
 # server only: workers share one name, and a sibling rank loads after another rank raised)
-_ONE_PER_SERVER = re.compile(r"^(?:EngineCore(?:_DP\d+)?|APIServer)$")
+_ONE_PER_SERVER = re.compile(r"^(?:EngineCore(?:_DP)?(?:_?\d+)?|APIServer|ApiServer_\d+)$")
 _RELAUNCH_STEPS = frozenset(
     {"weights_loaded", "profile_budget", "profile_breakdown", "available_kv_memory", "kv_cache_size"}
 )
@@ -988,12 +988,12 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
             or (
                 (
                     "/entrypoints/openai/serving_" in e.fields.get("file", "")
-                    or (
-                        bool(api_up)
-                        and e.line > api_up[0].line
-                        and bool(_REQUEST_HELPER.search(e.fields.get("file", "")))
-                    )
+                    or bool(_REQUEST_HELPER.search(e.fields.get("file", "")))
                 )
+                # (a cause printed above the traceback it caused has a header of its own: the
+                # server must have said it serves before a handler's frame is a request's)
+                and bool(api_up)
+                and e.line > api_up[0].line
                 and not server_starting(e)
             )
         )
