@@ -12,6 +12,14 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # the OpenAI handler's own ERROR line for a request too long, after the server said it serves
+    "request_too_long_logged_by_handler.log": ("healthy", "healthy", None),
+    # weights 77% of the card at 0.78, the profile printed: at 0.9 the KV cache has 8 GiB
+    "v0_weights_77pct_profile_printed.log": (
+        "no_cache_blocks",
+        "no-cache-blocks-utilization-too-low",
+        "raise_gpu_memory_utilization",
+    ),
     # 0.45 on 0.7.3 with 9.86 GiB of non-torch memory printed: 0.6.5+ counts there what another
     # process allocates meanwhile, so the co-tenant stays the reading
     "v073_util045_cotenant_in_non_torch.log": ("no_cache_blocks", "no-cache-blocks-other-process", "free_gpu_memory"),
@@ -165,3 +173,16 @@ def test_one_request_on_v1_keeps_only_a_sliding_layers_window() -> None:
     top = report.diagnoses[0]
     assert top.remedies[0].action == "raise_gpu_memory_utilization"
     assert "lower_max_model_len" not in [r.action for r in top.remedies]
+
+
+def test_a_lower_fraction_is_lower_than_the_one_set() -> None:
+    # a graph-capture OOM at 0.3 (a co-located RL rollout): "lower" never means 0.5
+    top = diagnose(HERE / "graph_oom_at_util03.log").diagnoses[0]
+    lower = [r.value for r in top.remedies if r.action == "lower_gpu_memory_utilization"]
+    assert lower and all(v < 0.3 for v in lower)
+
+
+def test_max_num_seqs_already_8_is_not_halved_to_8() -> None:
+    top = diagnose(HERE / "sampler_oom_max_seqs_8.log").diagnoses[0]
+    assert "reduce_max_num_seqs" not in [r.action for r in top.remedies]
+    assert top.remedies[0].action == "lower_gpu_memory_utilization"

@@ -1003,6 +1003,12 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
         # serving a request when it failed (a request-time error, round 9)
         sink.put("failed_while_serving", at_work[0].fields["function"], at_work[0], rank=3)
         return True
+    # the OpenAI handlers' own ERROR lines after the server said it serves, and nothing else
+    # failed after it ("… [serving_chat.py:…] ValueError: This model's maximum context length is …")
+    later = [e for e in fatal if api_up and e.line > api_up[0].line]
+    if later and _sized_kv(attempt) and all(_handler_logged(e) for e in later):
+        sink.put("failed_while_serving", "a request the OpenAI server refused", later[0], rank=2)
+        return True
     return False
 
 
@@ -1014,6 +1020,12 @@ _SERVER_STARTUP = frozenset({"init_app_state", "build_app", "run_server_worker",
 _REQUEST_HELPER = re.compile(r"/entrypoints/chat_utils\.py|/(?:tool|reasoning)_parsers?/")
 # a frame in the caller's own code: not an installed package, the standard library or frozen code
 _LIBRARY_FILE = re.compile(r"(?:site|dist)-packages/|^<|/lib/python3[\d.]*/(?!site-packages)")
+
+
+def _handler_logged(event: Event) -> bool:
+    """An exception the OpenAI server's request handlers logged (its header names serving_*.py)."""
+    # (the header's source as peeled: "[serving_chat.py:226", "serving_chat.py:226")
+    return event.kind == "exception" and (event.origin.src or "").lstrip("[").startswith("serving_")
 
 
 def _user_frame(file: str) -> bool:
