@@ -202,15 +202,8 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         # one request at the length asked for (or the one vLLM derives): what the KV check needs,
         # where the log cut it off (V1's hybrid manager keeps a sliding layer's window, or a
         # chunked layer's chunk, not the whole length)
-        request_bytes = float(layout.bytes_per_token * length)
-        if _str(facts, "engine") == "v1":
-            sliding, chunked = layout.count(LayerKind.SLIDING), layout.count(LayerKind.CHUNKED)
-            request_bytes = layout.token_bytes_per_layer * (
-                (layout.attention_layers - sliding - chunked) * length
-                + sliding * min(layout.window or length, length)
-                + chunked * min(layout.chunk or length, length)
-            )
-        out["one_request_kv_gib_estimate"] = round(request_bytes / GIB, 2)
+        hybrid = _str(facts, "engine") == "v1"
+        out["one_request_kv_gib_estimate"] = round(_request_bytes(layout, length, hybrid=hybrid) / GIB, 2)
     weights = ctx.weights()
     if ctx.entry is not None:
         out["weights_gib_estimate"] = round(_estimate_only(ctx), 2)
@@ -264,10 +257,25 @@ def _length_at_safe_fraction(
         out["max_model_len_at_safe_utilization"] = tokens
 
 
+def _request_bytes(layout: KvLayout, length: int, *, hybrid: bool) -> float:
+    """KV bytes one request of `length` tokens holds on the busiest rank: every attention layer at
+    the whole length, or (`hybrid`, V1's hybrid KV manager) a sliding layer's window and a chunked
+    layer's chunk only."""
+    if not hybrid:
+        return float(layout.bytes_per_token * length)
+    sliding, chunked = layout.count(LayerKind.SLIDING), layout.count(LayerKind.CHUNKED)
+    return layout.token_bytes_per_layer * (
+        (layout.attention_layers - sliding - chunked) * length
+        + sliding * min(layout.window or length, length)
+        + chunked * min(layout.chunk or length, length)
+    )
+
+
 def _one_request_gib(ctx: _Ctx, layout: KvLayout | None, per_token: int | None) -> float:
+    # (every layer at the whole length: the smallest fraction this plans for is a conservative one)
     tokens = ctx.max_model_len or 2048
     if layout is not None and layout.bytes_per_token:
-        return layout.bytes_per_token * tokens / GIB
+        return _request_bytes(layout, tokens, hybrid=False) / GIB
     return (per_token or 0) * tokens / GIB
 
 

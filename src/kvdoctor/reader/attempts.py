@@ -792,19 +792,18 @@ def _sized_after(later: list[Event], proc: str | None) -> bool:
     size a KV cache and nothing failed after that (a title quoted above the log of a start-up that
     went well). Another rank's figures say nothing of this one's OOM."""
     sized = next(
-        (
-            j
-            for j, e in enumerate(later)
-            if (proc is None or e.origin.proc == proc)
-            and (
-                (e.kind == "available_kv_memory" and (e.fields.get("kv_cache_gib") or 0) > 0)
-                or (e.kind == "gpu_blocks" and (e.fields.get("gpu_blocks") or 0) > 0)
-                or e.kind == "kv_cache_size"
-            )
-        ),
+        (j for j, e in enumerate(later) if (proc is None or e.origin.proc == proc) and _kv_sized(e)),
         None,
     )
     return sized is not None and not any(e.kind in FATAL_KINDS for e in later[sized:])
+
+
+def _kv_sized(event: Event) -> bool:
+    """A line of `_KV_SIZE_PRINTED` that sized a KV cache (blocks or GiB above zero)."""
+    if event.kind not in _KV_SIZE_PRINTED:
+        return False
+    figure = event.fields.get("gpu_blocks", event.fields.get("kv_cache_gib"))
+    return event.kind == "kv_cache_size" or (figure or 0) > 0
 
 
 def _outcome_facts(sink: _FactSink, attempt: Attempt, recovered: set[int]) -> None:
@@ -1013,10 +1012,10 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
 
 
 _OOM_WORDS = re.compile(r"(?i)out of memory|OutOfMemory")
-# what the OpenAI server's request handlers call per request: the chat template, tool and
-# reasoning parsers
 # the API server building its app: what fails under these is its start-up, not a request
 _SERVER_STARTUP = frozenset({"init_app_state", "build_app", "run_server_worker", "build_async_engine_client"})
+# what the OpenAI server's request handlers call per request: the chat template, tool and
+# reasoning parsers
 _REQUEST_HELPER = re.compile(r"/entrypoints/chat_utils\.py|/(?:tool|reasoning)_parsers?/")
 # a frame in the caller's own code: not an installed package, the standard library or frozen code
 _LIBRARY_FILE = re.compile(r"(?:site|dist)-packages/|^<|/lib/python3[\d.]*/(?!site-packages)")

@@ -68,13 +68,13 @@ def derive(facts: Facts) -> Facts:
         _put(out, "gpu_memory_utilization", default_utilization(out), source="default")
         _put(out, "utilization_default", True, source="default")
         args = out.get("seen.args")
+        note = "vLLM's default: the log does not show the fraction"
         if args is not None and "non-default args" in (args.text or ""):
             # V1 lists the arguments that differ from the defaults: one without the fraction shows
             # the default in force (not a launcher's value the log leaves out)
             _put(out, "utilization_default_shown", True, source="default")
             note = "vLLM's default: the non-default arguments the log lists leave it out"
-            _put(out, "gpu_memory_utilization_note", note, source="default")
-        _put(out, "gpu_memory_utilization_note", "vLLM's default: the log does not show the fraction", source="default")
+        _put(out, "gpu_memory_utilization_note", note, source="default")
     _gpu_total(out)
     _era_flags(out)
     _default_seqs(out)
@@ -112,7 +112,7 @@ def _kv_cache_absent(out: Facts) -> None:
         None,
     )
     basis = zero or said  # the figure, where printed: the error line is evidence of its own
-    if basis is None or "kv_cache_absent" in out:
+    if basis is None:
         return
     # (a profile broken off prints exactly 0; a negative figure is a profile that finished short)
     if said is None and not _v(out, "memory_error_seen") and basis.value == 0:
