@@ -1588,3 +1588,31 @@ def test_v1s_non_default_arguments_without_the_fraction_show_the_default_in_forc
     # without that list, a wrapper may have set the fraction: raising is offered, as a question
     blind = diagnose("\n".join(tail)).diagnoses[0]
     assert "raise_gpu_memory_utilization" in [r.action for r in blind.remedies]
+
+
+def _free_memory_failure(first_line: str) -> str:
+    return "\n".join(
+        [
+            first_line,
+            BANNER,
+            "(EngineCore_DP0 pid=3052) ERROR 01-15 06:46:16 [core.py:1] ValueError: Free memory on device "
+            "(1.33/23.98 GiB) on startup is less than desired GPU memory utilization (0.95, 22.79 GiB). "
+            "Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+        ]
+    )
+
+
+def test_the_command_that_lists_the_card_s_processes_follows_the_vendor() -> None:
+    """A remedy that says "look at the card" names the tool that reads this vendor's card: NVIDIA's
+    by default, AMD's where the platform is ROCm, Ascend's where vllm-ascend runs."""
+    commands = {}
+    for vendor, line in {
+        "nvidia": "INFO 01-15 06:45:00 [__init__.py:1] Automatically detected platform cuda.",
+        "amd": "INFO 01-15 06:45:00 [__init__.py:1] Automatically detected platform rocm.",
+        "ascend": "INFO 01-15 06:45:00 [__init__.py:1] Platform plugin ascend is activated (vllm_ascend)",
+    }.items():
+        top = diagnose(_free_memory_failure(line)).diagnoses[0]
+        commands[vendor] = next(r.text for r in top.remedies if r.action == "free_gpu_memory")
+    assert "`nvidia-smi --query-compute-apps=pid,used_memory --format=csv`" in commands["nvidia"]
+    assert "`amd-smi process`" in commands["amd"] and "nvidia-smi" not in commands["amd"]
+    assert "`npu-smi info`" in commands["ascend"] and "nvidia-smi" not in commands["ascend"]

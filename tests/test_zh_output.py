@@ -117,6 +117,7 @@ _QUOTED_FACTS = (
     "environment_reason",
     "no_gpu_reason",
     "unified_memory_device",
+    "process_list_command",
     "smallest_card_name",
     "model_catalog_id",
 )

@@ -1244,6 +1244,8 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("max_model_len_kernel_limit", event.fields["limit"], event, rank=1)
         elif event.kind == "unified_memory":
             sink.put("unified_memory_device", event.fields["device"], event, rank=1)
+        elif event.kind == "accelerator":
+            sink.put("accelerator", event.fields["vendor"], event, rank=1)
         elif event.kind == "logo_model" or (event.kind == "version" and "model" in event.fields):
             sink.put("model", event.fields["model"], event, rank=2)
         elif event.kind == "gpu_blocks" and event.fields.get("device") == "CPU" and device_blocks:

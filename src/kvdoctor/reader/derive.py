@@ -93,7 +93,38 @@ def derive(facts: Facts) -> Facts:
     _cotenant_loading(out)
     _oom_past_weights(out)
     _kv_cache_absent(out)
+    if out:
+        _process_list_command(out)
     return out
+
+
+# the command that lists the processes holding an accelerator's memory, by vendor
+PROCESS_LIST_COMMANDS = {
+    "nvidia": "nvidia-smi --query-compute-apps=pid,used_memory --format=csv",
+    "amd": "amd-smi process",  # ROCm 6+; `rocm-smi --showpids` before it
+    "ascend": "npu-smi info",
+    "gaudi": "hl-smi",
+    "intel": "xpu-smi ps",
+    "tpu": "tpu-info",
+}
+_PLATFORM_VENDOR = {"cuda": "nvidia", "rocm": "amd", "npu": "ascend", "hpu": "gaudi", "xpu": "intel", "tpu": "tpu"}
+_OOM_DEVICE_VENDOR = {"CUDA": "nvidia", "HIP": "amd", "NPU": "ascend", "XPU": "intel", "TPU": "tpu", "HPU": "gaudi"}
+
+
+def _process_list_command(out: Facts) -> None:
+    """The tool a remedy names to see who holds the card: the platform vLLM detected, else the
+    device an OOM named, else the vendor a line names (a plugin, a runtime, a card), else NVIDIA's."""
+    platform, oom_device = _v(out, "platform"), _v(out, "oom_device")
+    vendor = (
+        _PLATFORM_VENDOR.get(str(platform or "").lower())
+        or _OOM_DEVICE_VENDOR.get(str(oom_device or ""))
+        or _v(out, "accelerator")
+        or "nvidia"
+    )
+    basis = out.get("platform") or out.get("oom_device") or out.get("accelerator")
+    line, text = (basis.line, basis.text) if basis is not None and vendor != "nvidia" else (None, None)
+    command = PROCESS_LIST_COMMANDS.get(vendor, PROCESS_LIST_COMMANDS["nvidia"])
+    out["process_list_command"] = Fact("process_list_command", command, line, text, True, "derived")
 
 
 # a communication failure raised by a rank (NCCL/HCCL/Gloo, an NPU collective): peers that were

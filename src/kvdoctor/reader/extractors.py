@@ -786,6 +786,26 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         lambda m: {"device": m.group(1)},
     ),
+    # the vendor whose tools read this accelerator's processes: a plugin's package, a runtime's
+    # name, a card's (a platform line, where printed, outranks these)
+    Extractor(
+        "accelerator",
+        (
+            *("ascend", "Ascend", "torch_npu", "NPU", "npu-smi", "CANN"),
+            *("habana", "Habana", "Gaudi", "HPU", "hl-smi"),
+            *("ROCm", "rocm", "HIP", "hipError", "amdsmi", "amd-smi", "Instinct", "gfx9", "gfx1"),
+            *("XPU", "xpu", "intel_extension_for_pytorch", "Intel(R) Data Center GPU", "Intel(R) Arc"),
+            *("TPU", "libtpu", "torch_xla", "tpu_inference"),
+        ),
+        _F(
+            r"(vllm[-_]ascend|torch_npu|\bAscend\b|\bNPU\b|npu-smi|\bCANN\b)|"
+            r"(habana|Habana|\bGaudi|\bHPU\b|hl-smi)|"
+            r"(\bROCm\b|\brocm\b|\bHIP\b|hipError|amdsmi|amd-smi|\bInstinct\b|\bgfx(?:9|1[012])\d\w*)|"
+            r"(\bXPU\b|\bxpu\b|intel_extension_for_pytorch|Intel\(R\) (?:Data Center GPU|Arc))|"
+            r"(\bTPU\b|libtpu|torch_xla|tpu_inference)"
+        ),
+        lambda m: {"vendor": ("ascend", "gaudi", "amd", "intel", "tpu")[m.lastindex - 1 if m.lastindex else 0]},
+    ),
     # §2 banner / version / args
     Extractor(
         "engine_banner",

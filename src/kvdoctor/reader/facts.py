@@ -171,6 +171,8 @@ KNOWN_FACTS = frozenset(
         "total_gpu_gib_basis",
         "smallest_card_gib",
         "unified_memory_device",
+        "accelerator",
+        "process_list_command",
         "batch_follows_length",
         "batch_follows_long_length",
         "kv_cache_absent",
