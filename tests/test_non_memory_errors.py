@@ -154,6 +154,9 @@ CASES = [
         "ValueError(\"type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')\")",
         "fix_config",
     ),
+    # round 36: a parallel layout larger than the node or the Ray placement group
+    ("ValueError: placement group bundle index 6 is invalid. Valid placement group indexes: 0-4", "fix_config"),
+    ("RuntimeError: please ensure that world_size (2) is less than than max local gpu count (1)", "fix_config"),
 ]
 
 

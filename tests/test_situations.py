@@ -1616,3 +1616,105 @@ def test_the_command_that_lists_the_card_s_processes_follows_the_vendor() -> Non
     assert "`nvidia-smi --query-compute-apps=pid,used_memory --format=csv`" in commands["nvidia"]
     assert "`amd-smi process`" in commands["amd"] and "nvidia-smi" not in commands["amd"]
     assert "`npu-smi info`" in commands["ascend"] and "nvidia-smi" not in commands["ascend"]
+
+
+V1 = "(EngineCore pid=41) "
+
+
+def test_a_traceback_under_the_capture_line_after_kv_sizing_is_the_capture() -> None:
+    """The model's forward in a cut traceback is the profiling pass only before the KV cache is
+    sized: under "Capturing CUDA graphs" after it, the capture failed (a guess: low), and a
+    fraction above 0.95 is the setting to lower."""
+    log = "\n".join(
+        [
+            V1 + "INFO 05-28 08:00:20 [gpu_worker.py:1] Available KV cache memory: 6.37 GiB",
+            V1 + "INFO 05-28 08:00:20 [gpu_worker.py:1] Estimated CUDA graph memory: 0.52 GiB total",
+            V1 + "INFO 05-28 08:00:20 [arg_utils.py:1] non-default args: {'gpu_memory_utilization': 0.9764}",
+            "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):   0%|          | 0/51 [00:00<?, ?it/s]",
+            V1 + "ERROR 05-28 08:00:36 [core.py:1142] EngineCore failed to start.",
+            V1 + "ERROR 05-28 08:00:36 [core.py:1142] Traceback (most recent call last):",
+            V1 + 'ERROR 05-28 08:00:36 [core.py:1142]   File "/venv/vllm/model_executor/models/qwen2.py", '
+            "line 389, in forward",
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (report.verdict, top.phase, top.confidence) == ("cuda_oom", "cuda_graph_capture", "low")
+    assert (top.remedies[0].action, top.remedies[0].value) == ("lower_gpu_memory_utilization", 0.9)
+
+
+def _capture_oom(tried: str, free: str) -> str:
+    return "\n".join(
+        [
+            V1 + "INFO 08-14 16:06:01 [gpu_worker.py:1] Available KV cache memory: 9.5 GiB",
+            "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  10%|#         | 5/51 [00:01<00:09]",
+            V1 + f"ERROR 08-14 16:06:55 [core.py:1] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+            f"{tried}. GPU 0 has a total capacity of 79.25 GiB of which {free} is free. Including non-PyTorch "
+            "memory, this process has 78.08 GiB memory in use.",
+        ]
+    )
+
+
+def test_a_capture_asking_for_gibs_at_once_needs_a_lower_fraction_not_eager_mode() -> None:
+    """A graph's own pool takes MiBs; one allocation of GiBs in the capture is a buffer the batch
+    needs in eager mode too: the fraction leaves it room (0.9 − (2.96 − 1.16 + 1) / 79.25 → 0.86)."""
+    top = diagnose(_capture_oom("2.96 GiB", "1.16 GiB")).diagnoses[0]
+    assert (top.phase, top.remedies[0].action, top.remedies[0].value) == (
+        "cuda_graph_capture",
+        "lower_gpu_memory_utilization",
+        0.86,
+    )
+    assert top.remedies[1].action == "enforce_eager"
+    small = diagnose(_capture_oom("20.00 MiB", "5.00 MiB")).diagnoses[0]
+    assert small.remedies[0].action == "enforce_eager"
+
+
+def test_an_oom_with_the_card_free_is_the_allocator_not_the_memory() -> None:
+    log = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 7 has a total capacity of "
+        "79.11 GiB of which 66.43 GiB is free. Including non-PyTorch memory, this process has 0 bytes memory in "
+        "use. Of the allocated memory 8.51 GiB is allocated by PyTorch, and 856.16 MiB is reserved by PyTorch "
+        "but unallocated."
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (report.verdict, top.remedies[0].action) == ("other", "fix_environment")
+    assert {"free_gpu_memory", "lower_gpu_memory_utilization"} <= {a.action for a in top.avoid}
+
+
+def test_the_dtype_checks_frame_alone_says_use_half_precision() -> None:
+    log = "\n".join(
+        [
+            "INFO 02-20 21:46:00 llm_engine.py:70] Initializing an LLM engine with config: model='Qwen-7B', "
+            "dtype=torch.bfloat16, max_seq_len=8192",
+            "Traceback (most recent call last):",
+            '  File "/usr/lib/python3.10/dist-packages/vllm/worker/worker.py", line 71, in init_model',
+            "    _check_if_gpu_supports_dtype(self.model_config.dtype)",
+            '  File "/usr/lib/python3.10/dist-packages/vllm/worker/worker.py", line 231, in '
+            "_check_if_gpu_supports_dtype",
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (report.verdict, top.remedies[0].action) == ("other", "fix_config")
+    assert "--dtype half" in top.remedies[0].text
+
+
+def test_a_v1_traceback_cut_after_the_kv_memory_line_is_the_length_check() -> None:
+    """V1 checks one request against the KV memory it just printed, then prints the cache's size:
+    a traceback cut between the two stopped in that check (a guess from the step: low)."""
+    log = "\n".join(
+        [
+            V1 + "INFO 10-11 10:42:14 [gpu_worker.py:298] Available KV cache memory: 13.69 GiB",
+            V1 + "ERROR 10-11 10:42:14 [core.py:708] EngineCore failed to start.",
+            V1 + "ERROR 10-11 10:42:14 [core.py:708] Traceback (most recent call last):",
+            V1 + 'ERROR 10-11 10:42:14 [core.py:708]   File "/venv/vllm/v1/engine/core.py", line 92, in __init__',
+        ]
+    )
+    report = diagnose(log)
+    top = report.diagnoses[0]
+    assert (report.verdict, top.confidence, top.remedies[0].action) == (
+        "max_model_len_too_large",
+        "low",
+        "lower_max_model_len",
+    )

@@ -197,7 +197,6 @@ KNOWN_MISSES = {
     "4201-": "a markdown table of Spyre compile errors: no vLLM log line",
     "4203-": "vllm-ascend V1 not supporting Qwen2.5-VL, named only in the title: the traceback stops in the profiling pass",
     "4205-": "vllm-neuron's missing NxDI dependency, named only in the title",
-    "4206-": "a Ray two-node world-size error named only in the reporter's words",
     "4161-": "a Triton assertion on the first request after a healthy Ray Serve start-up: the label is the request's crash",
     "4166-": "a UCX segfault between two vGPU slices of one card: no Python error line",
     "4167-": "only the V1 wrapper lines under HAMi 2.7: the root cause is not in the file",

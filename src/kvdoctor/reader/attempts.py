@@ -529,6 +529,10 @@ def _frame_of_phase(frames: list[Event]) -> tuple[str, Event] | None:
     return None
 
 
+# the start-up steps that run the model after the KV cache is sized
+_AFTER_KV_STEPS = frozenset({"cuda_graph_capture", "sampler_warmup", "kernel_warmup"})
+
+
 def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
     frames: list[Event] = []
     last_phase: str | None = None
@@ -536,11 +540,18 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
     framed = False
     after_weights = False  # last_phase is the profiling pass only because the weights were loaded
     loaded: Event | None = None  # ... by this "Model loading took" line
+    sized = False  # the KV cache was sized before the step last_phase names
+    kv_sized = False
+    checking = False  # V1 printed the KV memory it found and nothing of the cache it made yet
     for event in attempt.events:
+        if event.kind in _KV_SIZE_PRINTED:
+            kv_sized = True
+        if event.kind in ("available_kv_memory", "kv_cache_size", "gpu_blocks", "phase", "graph_capture_done"):
+            checking = event.kind == "available_kv_memory"
         if event.kind == "frame":
             frames.append(event)
         elif event.kind == "phase":
-            last_phase, after_weights = event.fields["phase"], False
+            last_phase, after_weights, sized = event.fields["phase"], False, kv_sized
             frames = []
         elif event.kind == "weights_loaded" and last_phase in (None, "weight_loading"):
             # "Model loading took …": the weights are in; until a later step says so, what runs
@@ -591,6 +602,11 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
         found = _frame_of_phase(frames)
         if found:
             phase, frame = found
+            if phase == "profile_run" and sized and last_phase in _AFTER_KV_STEPS:
+                # the model's forward under a step begun after the KV cache was sized (the
+                # capture's or the warm-up's progress line above the frames) is that step's
+                phase = last_phase
+                sink.put("traceback_phase_from_step", True, frame, rank=1, source="derived", derived=True)
             sink.put("traceback_phase", phase, frame, rank=1)
             sink.put("traceback_function", frame.fields.get("function"), frame, rank=1)
         else:
@@ -599,6 +615,12 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
             setup = next((f for f in frames if f.fields.get("function") in _DISTRIBUTED_SETUP), None)
             if setup is not None:
                 sink.put("traceback_distributed_setup", setup.fields.get("function"), setup, rank=1)
+            elif checking and not any(e.kind == "exception" and not _is_wrapper(e) for e in attempt.events):
+                # V1 checks the KV cache it found against one request right after "Available KV
+                # cache memory" and reports its size ("GPU KV cache size") next: frames cut
+                # between the two stopped in that check
+                sink.put("traceback_phase", "kv_cache_check", frames[-1], rank=1)
+                sink.put("traceback_phase_from_step", True, frames[-1], rank=1, source="derived", derived=True)
     reached = _furthest_phase(attempt)
     if reached:
         sink.put("last_phase", reached, None, rank=1)

@@ -128,6 +128,7 @@ KNOWN_FACTS = frozenset(
         "oom_other_pids",
         "warmup_dummy_requests",
         "traceback_phase",
+        "traceback_phase_from_step",
         "traceback_function",
         "traceback_distributed_setup",
         "network_frame",
