@@ -177,6 +177,16 @@ REFUSALS = [
         "(Worker_TP0 pid=1070) ERROR 04-30 23:38:48 [multiproc_executor.py:932]         rtMemGetInfoEx execution failed, reason=driver error:no valid device[FUNC:FuncErrorReason]",
         "driver",
     ),
+    # round 36: NCCL's InfiniBand transport failing between two nodes (RoCE), warned not raised
+    (
+        "[2026-04-06 23:02:12] host-a:158:188 [0] transport/net_ib/p2p.cc:651 NCCL WARN NET/IB: Got completion from peer 10.0.0.2<43007> with status=IBV_WC_REM_INV_REQ_ERR(9) opcode=IBV_WC_SEND(0) vendor_err=138",
+        "network",
+    ),
+    # round 36: Ascend's operator package missing for a kernel the model calls
+    (
+        "ERROR 04-18 08:22:17 engine.py:400] call aclnnSwiGlu failed, detail:EZ1001: [PID: 426] 2025-04-18-08:22:17.195.330 Get path and read binary_info_config.json failed, please check if the opp_kernel package is installed!",
+        "operator package",
+    ),
 ]
 
 

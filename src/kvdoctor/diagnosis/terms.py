@@ -87,6 +87,7 @@ _ZH: dict[str, dict[str, str]] = {
         "shared memory or a mapped file": "共享内存（/dev/shm）或映射的文件",
         "toolchain": "编译工具链（ptxas）",
         "kernel build": "内核构建（GPU 架构）",
+        "operator package": "算子包（CANN）",
     },
 }
 ZH: MappingProxyType[str, dict[str, str]] = MappingProxyType(_ZH)

@@ -483,12 +483,19 @@ _SAMPLER_OPS = ("logits.sort", "_apply_top_k_top_p")
 
 
 def _model_forward(frames: list[Event]) -> Event | None:
-    """The deepest frame of a model's own forward (vllm/model_executor/models/*.py)."""
+    """The deepest frame of a model's own forward (vllm/model_executor/models/*.py), or of one of
+    its layers (model_executor/layers/: an activation's, a norm's), which runs only in a forward
+    pass, never while the weights load."""
     for frame in reversed(frames):
-        where = f"{frame.fields.get('file', '')} {frame.fields.get('function', '')}"
-        if "model_executor/models/" in where and where.endswith(" forward"):
+        file, function = frame.fields.get("file", ""), frame.fields.get("function", "")
+        if ("model_executor/models/" in file and function == "forward") or (
+            "model_executor/layers/" in file and function in _LAYER_FORWARDS
+        ):
             return frame
     return None
+
+
+_LAYER_FORWARDS = frozenset({"forward", "forward_cuda", "forward_native", "forward_hip", "forward_xpu", "forward_oot"})
 
 
 def _frame_of_phase(frames: list[Event]) -> tuple[str, Event] | None:

@@ -508,8 +508,12 @@ def _environment_error(m: re.Match[str]) -> Fields:
         kind = "port"
     elif "hami" in text:
         kind = "vGPU layer (HAMi)"
+    elif "opp_kernel" in text:
+        kind = "operator package"
     elif "ioctl" in text or "driver error" in text:
         kind = "driver"
+    elif "nccl warn net/" in text:
+        kind = "network"
     elif "nccl warn" in text:
         kind = "NCCL's CUDA call"
     elif any(
@@ -700,6 +704,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "failed programming external connectivity",
             "Illegal device id",
             "NCCL WARN Cuda failure",
+            "NCCL WARN NET/",
             "TCP client failed to connect",
             "Bus error",
             "SIGBUS received at time",
@@ -708,6 +713,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "CUDA error (",
             "no kernel image is available",
             "reason=driver error:",
+            "opp_kernel package",
         ),
         _F(
             r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
@@ -733,6 +739,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
             # NCCL's own warning that a CUDA call it made failed (a vGPU without UVM, a container
             # without IPC): the communicator cannot start, whatever the memory
             r"NCCL WARN Cuda failure '(?!out of memory)[^']*'|"
+            # NCCL's network transport (InfiniBand/RoCE verbs, sockets) failing between the nodes: a
+            # work completion with an error status, a connection it cannot make
+            r"NCCL WARN NET/(?:IB|Socket)[^\n]{0,200}?(?:status=IBV_WC_(?!SUCCESS)\w+|CQE with error|Connect to \S+ failed)|"
             # torch's rendezvous (TCPStore) that cannot reach the address the ranks meet at (a host
             # IP that is not this machine's, a firewall): it retries until its timeout
             r"TCP client failed to connect/validate to host \S+|"
@@ -747,6 +756,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"CUDA error \([^)\n]{1,200}\): (?!out of memory)[a-z][^\n]{0,120}|"
             # torch or a kernel built without this GPU's architecture (a title quotes it often)
             r"no kernel image is available for execution on the device|"
+            # Ascend's operator package (CANN's opp kernels) missing or not matching the runtime
+            r"call aclnn\w+ failed, detail:\w+: .{0,160}?opp_kernel package is installed!?|"
             # Ascend's runtime that cannot read the device through its driver (halMemGetInfo)
             r"rtMemGetInfo\w* execution failed, reason=driver error:[\w ]+|reason=driver error:no valid device)"
         ),
