@@ -741,7 +741,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"NCCL WARN Cuda failure '(?!out of memory)[^']*'|"
             # NCCL's network transport (InfiniBand/RoCE verbs, sockets) failing between the nodes: a
             # work completion with an error status, a connection it cannot make
-            r"NCCL WARN NET/(?:IB|Socket)[^\n]{0,200}?(?:status=IBV_WC_(?!SUCCESS)\w+|CQE with error|Connect to \S+ failed)|"
+            r"NCCL WARN NET/(?:IB|Socket)[^\n]{0,200}?"
+            r"(?:status=IBV_WC_(?!SUCCESS)\w+|CQE with error|Connect to \S+ failed)|"
             # torch's rendezvous (TCPStore) that cannot reach the address the ranks meet at (a host
             # IP that is not this machine's, a firewall): it retries until its timeout
             r"TCP client failed to connect/validate to host \S+|"
