@@ -43,7 +43,6 @@ KNOWN_MISSES = {
     "615-": "the wrapper computes a tiny fraction from the card; the log shows only the max-len error",
     "702-": "TRL's colocated vLLM fails inside the trainer's traceback, cut before any OOM text",
     "703-": "the CPU backend's KV space: the one line pasted names neither the platform nor the env var",
-    "704-": "a TPU compile reserving memory above the fraction; the log shows no step",
     "707-": "27.5 GiB of weights on a 32 GiB vNPU whose total the log does not print: read as the card too small; the issue offers both fixes",
     "709-": "a Ray retry left the previous attempt's fragmented HBM; only the thread's analysis says so",
     "718-": "an Ascend graph-capture bug that says 'Failed to apply for memory'; fixed by an upgrade",
@@ -217,7 +216,6 @@ KNOWN_MISSES = {
     "4581-": "CANN without aclmdlRICaptureBegin fails the graph capture: eager mode and a CANN upgrade both fix it",
     "4621-": "FlashInfer's 'Unsupported kv cache shape' under kvcached, named only in the title",
     "4622-": "a V1 'tuple' attribute error for Qwen2.5-Omni: the fix (V0) is not in the error",
-    "4625-": "an embedding model run as 'generate': the missing embed_tokens names no task",
     "4660-": "a vllm-omni stage's no-cache-blocks in CI 'by chance': which stage held the card, the thread did not settle",
     "4663-": "a DeepGEMM assertion on MTP's next_n: the fix (drop the speculative setting) is not in the error",
     "4700-": "a pod memory-limit kill while loading weights: the log ends at 10% of the shards, the kill is not in it",
@@ -256,6 +254,21 @@ KNOWN_MISSES = {
     "5723-": "a bare AssertionError in the fused-MoE layer: that the checkpoint's quantization is unsupported is in the thread",
     "5726-": "one OOM line of a default-length start-up: the label asks for more of the log",
     "4626-": "the no-cache-blocks error only in the title, an 0.9 GiB model: the co-tenant or the fraction, unread",
+    # round 36
+    "5845-": "a spec-decode warm-up bug named only by its message ('ragged spec decode batch'): a release's bug, unrecognised",
+    "5861-": "the allocator's internal assert is only in the issue title; the pasted traceback stops in the executor",
+    "5864-": "the paste stops at the arguments: that the server then served is only in the thread",
+    "5865-": "the paste stops at the engine banner: that the server then served is only in the thread",
+    "5866-": "a load_model traceback cut before its exception: that the bnb checkpoint is unsupported is in the thread",
+    "5882-": "frames through torch.compile cut before the error: read as the profiling pass's OOM (low); the title names an Ascend op",
+    "5887-": "the OOM's frame line is cut before 'File': nothing names the profiling pass, read as the weights (low)",
+    "5889-": "full-decode graphs with MTP refused inside the capture: eager mode avoids it, the label chose the config",
+    "5890-": "a TypeError inside the profiling pass (M-RoPE positions): a release's gap, unrecognised",
+    "5904-": "a KeyboardInterrupt while the engine imported: read as interrupted; the label asks for more of the log",
+    "5910-": "a weight-name KeyError on Neuron at TP2, cut mid-traceback: the release's model code, unrecognised",
+    "5941-": "fewer TPU chips than the mesh asks: the environment (the notebook's chips), unrecognised",
+    "5962-": "one rank's OOM line at a default fraction with nothing after the weights: read as the weights (low)",
+    "5966-": "kvcached with FlashInfer fails right after the graph-memory profile line, its error cut",
 }
 
 

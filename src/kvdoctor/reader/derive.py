@@ -76,6 +76,9 @@ def derive(facts: Facts) -> Facts:
             note = "vLLM's default: the non-default arguments the log lists leave it out"
         _put(out, "gpu_memory_utilization_note", note, source="default")
     _gpu_total(out)
+    if _v(out, "graph_profiling_enabled") is not None or _version(out) is not None:
+        # where the release (or the log's own line) says whether CUDA graphs count in the budget
+        _put(out, "graphs_in_budget", graphs_subtracted(out))
     _era_flags(out)
     _default_seqs(out)
     total, util = _v(out, "total_gpu_gib"), _v(out, "gpu_memory_utilization")
@@ -93,6 +96,10 @@ def derive(facts: Facts) -> Facts:
     _cotenant_loading(out)
     _oom_past_weights(out)
     _kv_cache_absent(out)
+    needed = _v(out, "needed_kv_gib")
+    if isinstance(needed, (int, float)) and needed > 0:
+        # one request with an fp8 cache: half the bytes per token of the check's own figure
+        _put(out, "needed_kv_gib_fp8", round(needed / 2, 2))
     if out:
         _process_list_command(out)
     return out
@@ -214,7 +221,10 @@ def _cotenant_loading(out: Facts) -> None:
     (a multi-stage pipeline: round 4, 418). Known only where both figures are."""
     weights, held = _v(out, "weights_gib"), _v(out, "other_process_gib")
     if weights is not None and held is not None:
-        _put(out, "cotenant_loading", weights >= 1 and abs(weights - held) <= 0.25 * held)
+        loading = weights >= 1 and abs(weights - held) <= 0.25 * held
+        _put(out, "cotenant_loading", loading)
+        if loading:  # (the figure a rule quotes: only where it matches what was held)
+            _put(out, "cotenant_weights_gib", weights)
 
 
 def _oom_past_weights(out: Facts) -> None:

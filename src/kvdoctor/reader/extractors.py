@@ -183,11 +183,11 @@ def _free_summary(m: re.Match[str]) -> Fields:
     if m.group(4):  # (the "Desired …" sentence, where the excerpt kept it)
         fields |= {"gpu_memory_utilization": _g(m, 4), "requested_gib": _g(m, 5)}
     for pattern, name in (
-        (r"(\d+(?:\.\d+)?) GiB for weights?\b", "weights_gib"),
-        (r"(\d+(?:\.\d+)?) GiB for peak activation", "activation_peak_gib"),
-        (r"(\d+(?:\.\d+)?) GiB for non-torch memory", "non_torch_gib"),
-        (r"(\d+(?:\.\d+)?) GiB for (?:CUDAGraph|CUDA graph|NPU graph|graph) memory", "cuda_graph_gib"),
-        (r"(\d+(?:\.\d+)?) GiB for consumed memory", "consumed_gib"),
+        (r"(-?\d+(?:\.\d+)?) GiB for weights?\b", "weights_gib"),
+        (r"(-?\d+(?:\.\d+)?) GiB for peak activation", "activation_peak_gib"),
+        (r"(-?\d+(?:\.\d+)?) GiB for non-torch memory", "non_torch_gib"),
+        (r"(-?\d+(?:\.\d+)?) GiB for (?:CUDAGraph|CUDA graph|NPU graph|graph) memory", "cuda_graph_gib"),
+        (r"(-?\d+(?:\.\d+)?) GiB for consumed memory", "consumed_gib"),
     ):
         found = re.search(pattern, text)
         if found:
@@ -508,6 +508,8 @@ def _environment_error(m: re.Match[str]) -> Fields:
         kind = "port"
     elif "hami" in text:
         kind = "vGPU layer (HAMi)"
+    elif "memory access fault" in text:
+        kind = "driver"
     elif "opp_kernel" in text:
         kind = "operator package"
     elif "ioctl" in text or "driver error" in text:
@@ -592,6 +594,22 @@ def _nothing(m: re.Match[str]) -> Fields:
 
 def _platform(m: re.Match[str]) -> Fields:
     return {"platform": m.group(1).lower()}
+
+
+def _tpu_oom(m: re.Match[str]) -> Fields:
+    fields: Fields = {"device": "TPU"}
+    if m.group(1):
+        fields["tried_gib"] = float(m.group(1)) / (1024 if m.group(2) == "M" else 1)
+    elif m.group(4):
+        fields["tried_gib"] = round(float(m.group(4)) / (1024 if m.group(5) == "M" else 1), 3)
+    if m.group(4) or m.group(6):
+        # a compiled program is loaded at the warm-up that stands for graph capture on TPU
+        fields["phase"] = "cuda_graph_capture"
+    if m.group(8):
+        fields["total_gpu_gib"] = float(m.group(8))
+    elif h := _TPU_HBM.search(m.string):  # "Used 20.44G of 15.75G hbm": the chip's HBM
+        fields["total_gpu_gib"] = float(h.group(1))
+    return fields
 
 
 def _logo_model(m: re.Match[str]) -> Fields:
@@ -714,6 +732,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "no kernel image is available",
             "reason=driver error:",
             "opp_kernel package",
+            "Memory access fault by GPU",
         ),
         _F(
             r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
@@ -757,6 +776,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"CUDA error \([^)\n]{1,200}\): (?!out of memory)[a-z][^\n]{0,120}|"
             # torch or a kernel built without this GPU's architecture (a title quotes it often)
             r"no kernel image is available for execution on the device|"
+            # ROCm's runtime reporting a GPU page fault (HSA): the driver, the firmware or a kernel
+            # built for another GPU, not a shortage of memory
+            r"Memory access fault by GPU node-\d+ [^\n]{0,120}?Reason: [^.\n]{1,80}|"
             # Ascend's operator package (CANN's opp kernels) missing or not matching the runtime
             r"call aclnn\w+ failed, detail:\w+: .{0,160}?opp_kernel package is installed!?|"
             # Ascend's runtime that cannot read the device through its driver (halMemGetInfo)
@@ -1680,22 +1702,47 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # bottom of memory" / "Ran out of memory in memory space hbm"
     Extractor(
         "cuda_oom",
-        ("RESOURCE_EXHAUSTED", "Ran out of memory in memory space", "That was not possible"),
+        (
+            "RESOURCE_EXHAUSTED",
+            "Ran out of memory in memory space",
+            "That was not possible",
+            "Ran out of memory on HBM",
+        ),
         _F(
-            r"RESOURCE_EXHAUSTED:.*?(?:allocate|reserve) (\d+(?:\.\d+)?)G\b|Ran out of memory in memory space (\w+)"
+            r"RESOURCE_EXHAUSTED:.*?(?:allocate|reserve) (\d+(?:\.\d+)?)([GM])\b(?! at the bottom)"
+            r"|Ran out of memory in memory space (\w+)"
             r"|RESOURCE_EXHAUSTED: Error allocating device buffer"
             # the TPU runtime loading a compiled program: "RuntimeProgramAllocationFailure: Error
-            # loading program 'jit__forward': Attempting to allocate 1.13G. That was not possible."
-            r"|Attempting to allocate (\d+(?:\.\d+)?)G\. That was not possible"
+            # loading program 'jit__forward': Attempting to allocate 1.13G. That was not possible." /
+            # "Attempting to reserve 384.11M at the bottom of memory. That was not possible."
+            r"|Attempting to (?:allocate|reserve) (\d+(?:\.\d+)?)([GM])(?: at the bottom of memory)?\. "
+            r"That was not possible|RESOURCE_EXHAUSTED: \w+: (RuntimeProgramAllocationFailure)"
+            # a compiled computation whose temporaries do not fit: "Ran out of memory on HBM, the total
+            # memory required for HLO temporaries (16.23G) exceeds available HBM (15.75G)" (the sum
+            # of what the computation needs beside what is held, not one allocation)
+            r"|Ran out of memory on HBM, the total memory required for [\w ]+ \((\d+(?:\.\d+)?)G\) exceeds "
+            r"available HBM \((\d+(?:\.\d+)?)G\)"
         ),
-        lambda m: {
-            "device": "TPU",
-            **({"tried_gib": float(m.group(1) or m.group(3))} if (m.group(1) or m.group(3)) else {}),
-            # a compiled program is loaded at the warm-up that stands for graph capture on TPU
-            **({"phase": "cuda_graph_capture"} if m.group(3) else {}),
-            # "Used 20.44G of 15.75G hbm": the chip's HBM
-            **({"total_gpu_gib": float(h.group(1))} if (h := _TPU_HBM.search(m.string)) else {}),
-        },
+        _tpu_oom,
+    ),
+    # TPU (tpu-inference): the HBM in use of the first chip after the model is in, "Init model |
+    # hbm=[(8.97, 15.75)]GiB" (also before qwix quantizes the weights it loaded)
+    Extractor(
+        "weights_loaded",
+        ("Init model | hbm=", "quantization of params: hbm="),
+        _F(
+            r"(?:Init model \||Memory usage before applying quantization of params:) "
+            r"hbm=\[\((\d+(?:\.\d+)?), (\d+(?:\.\d+)?)\)"
+        ),
+        lambda m: {"weights_gib": float(m.group(1)), "total_gpu_gib": float(m.group(2))},
+    ),
+    # TPU (tpu-inference): "Memory statistics | total_hbm_limit_gb=15.75GiB | total_hbm_limit_cap_gb=14.96GiB |
+    # total_hbm_used_gb=8.97GiB | total_hbm_avail_gb=5.99GiB": what the KV cache is given
+    Extractor(
+        "available_kv_memory",
+        ("total_hbm_avail_gb=",),
+        _F(r"total_hbm_limit_gb=(\d+(?:\.\d+)?)GiB\b.*?total_hbm_avail_gb=(-?\d+(?:\.\d+)?)GiB"),
+        lambda m: {"kv_cache_gib": float(m.group(2)), "total_gpu_gib": float(m.group(1))},
     ),
     # Gaudi (vllm-fork): "Loading model weights took in total 15.05 GiB of device memory (15.05 GiB/30.15 GiB used)"
     Extractor(

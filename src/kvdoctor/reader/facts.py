@@ -138,6 +138,7 @@ KNOWN_FACTS = frozenset(
         "incomplete_at",
         "trainer_oom_file",
         "cotenant_loading",
+        "cotenant_weights_gib",
         "oom_past_weights",
         # outcome
         "started",
@@ -172,6 +173,7 @@ KNOWN_FACTS = frozenset(
         "total_gpu_gib_basis",
         "smallest_card_gib",
         "unified_memory_device",
+        "graphs_in_budget",
         "accelerator",
         "process_list_command",
         "batch_follows_length",
@@ -193,6 +195,7 @@ KNOWN_FACTS = frozenset(
         "weights_gib_int4",
         "weights_gib_fp8",
         "kv_cache_tokens_fp8",
+        "needed_kv_gib_fp8",
         "model_catalog_id",
         "budget_shortfall_estimate_gib",
         "utilization_default",
