@@ -200,8 +200,8 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         out["kv_bytes_per_token"] = per_token
     if layout is not None and layout.bytes_per_token and length and _num(facts, "needed_kv_gib") is None:
         # one request at the length asked for (or the one vLLM derives): what the KV check needs,
-        # where the log cut it off (not where the check's own line prints it) (V1's hybrid manager keeps a sliding layer's window, or a
-        # chunked layer's chunk, not the whole length)
+        # where the log cut it off, not where the check's own line prints it (V1's hybrid manager
+        # keeps a sliding layer's window, or a chunked layer's chunk, not the whole length)
         hybrid = _str(facts, "engine") == "v1"
         out["one_request_kv_gib_estimate"] = round(_request_bytes(layout, length, hybrid=hybrid) / GIB, 2)
     weights = ctx.weights()
