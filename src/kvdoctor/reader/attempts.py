@@ -573,8 +573,15 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
             frames = frames if "out of memory" in event.text or _is_wrapper(event) else []
         elif event.kind in ("cuda_oom", "warmup_oom"):
             phase = last_phase
-            if after_weights and loaded is not None and _other_process(loaded, event):
+            if (
+                after_weights
+                and loaded is not None
+                and _other_process(loaded, event)
+                and not _holds_past(event, loaded)
+            ):
                 # one rank's weights are in, another's OOM is its own loading (V0 tensor parallel)
+                # (not where the OOMing rank holds GiBs past those weights: its own were in too,
+                # its line hidden by Ray's "[repeated Nx across cluster]")
                 phase = "weight_loading"
             _one_oom(sink, event, frames, phase)
             oom_event = event
@@ -631,6 +638,16 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
     reached = _furthest_phase(attempt)
     if reached:
         sink.put("last_phase", reached, None, rank=1)
+
+
+def _holds_past(oom: Event, loaded: Event) -> bool:
+    """The OOMing process held two GiB more than a rank's weights (same TP, same shard size), and
+    its line does not name the loading step itself ("while processing method load_model")."""
+    if "load_model" in oom.text:
+        return False
+    held = oom.fields.get("this_process_gib") or oom.fields.get("allocated_gib")
+    weights = loaded.fields.get("weights_gib")
+    return isinstance(held, (int, float)) and isinstance(weights, (int, float)) and held >= weights + 2
 
 
 def _other_process(a: Event, b: Event) -> bool:

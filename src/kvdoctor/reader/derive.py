@@ -241,6 +241,18 @@ def _oom_past_weights(out: Facts) -> None:
     tp = _first(out, "tensor_parallel_size", default=1)
     weights = _first(out, "weights_gib_estimate", default=0.0 if tp >= 8 else 1000.0)
     _put(out, "oom_past_weights", held >= util * total and weights + 1 < held)
+    estimate = _v(out, "weights_gib_estimate")
+    if (
+        _v(out, "oom_phase") == "unknown"
+        and _v(out, "oom_phase_inferred") == "weight_loading"
+        and isinstance(estimate, (int, float))
+        and held >= estimate + max(2.0, 0.15 * estimate)
+        and held < util * total  # (past its whole fraction: the KV cache was in too, `oom_past_weights`)
+    ):
+        # no line names the step, but the process held GiBs more than the catalog's weights per
+        # GPU: the weights were in, and the step that runs next is the profiling pass (a guess)
+        basis = out["oom_phase_inferred"]
+        out["oom_phase_inferred"] = Fact("oom_phase_inferred", "profile_run", basis.line, basis.text, True, "estimate")
 
 
 # releases whose fraction charges other processes' memory to this instance (kv-math.md): a second
