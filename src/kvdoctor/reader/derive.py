@@ -332,7 +332,10 @@ def _v064_terms(out: Facts) -> None:
     own = weights if weights is not None else peak if peak is not None else _v(out, "budget_gib")
     if own is None:
         return
-    others = initial - own - (_v(out, "non_torch_gib") or 0.0)
+    # what is left besides this instance's CUDA context: 0.6.4 measures non-torch memory
+    # device-wide, so its figure holds the other processes too and is no measure of the context
+    # alone (vllm#10451); a context is a GiB at most
+    others = initial - own - min(_v(out, "non_torch_gib") or 0.0, 1.0)
     _put(out, "others_before_profile_gib", round(max(others, 0.0), 2))
 
 
