@@ -12,6 +12,19 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # a wrapper's own spelling of the fraction: TRL's `--gpu_memory_utilization 0.2` (vLLM takes the
+    # underscore form too) and LLaMA-Factory's `--vllm_gpu_util 0.5`; the weights exceed what the
+    # fraction leaves on any card of 80 GiB or less, so it is the fraction, not a planned co-tenant
+    "trl_vllm_serve_underscore_fraction.log": (
+        "no_cache_blocks",
+        "no-cache-blocks-utilization-too-low",
+        "raise_gpu_memory_utilization",
+    ),
+    "llamafactory_vllm_gpu_util.log": (
+        "no_cache_blocks",
+        "no-cache-blocks-utilization-too-low",
+        "raise_gpu_memory_utilization",
+    ),
     # 0.6.4 measures non-torch memory device-wide: 60 GiB of it beside 75.6 GiB in use before the
     # profile is another process, not a model too large for the card (vllm#10451)
     "v064_cotenant_in_non_torch_and_initial.log": (

@@ -244,6 +244,9 @@ _PREFIXED = {
     "tensor_model_parallel_size": "tensor_parallel_size",
     "max_num_seqs": "max_num_seqs",
     "max_num_batched_tokens": "max_num_batched_tokens",
+    # LLaMA-Factory's own names (`--vllm_gpu_util 0.5`, `--vllm_maxlen 4096`)
+    "gpu_util": "gpu_memory_utilization",
+    "maxlen": "max_model_len",
 }
 _PREFIXED_SETTING = (
     r"(?:--vllm[_-]|\brollout\.)("
@@ -873,6 +876,12 @@ EXTRACTORS: tuple[Extractor, ...] = (
             # an argv printed as a Python list, flags in either spelling (`'--max_model_len', '131072'`)
             "'--max_model_len'",
             "'--gpu_memory_utilization'",
+            # vLLM's flags in their underscore spelling, which its parser takes too (`trl vllm-serve
+            # --gpu_memory_utilization 0.2`)
+            "--gpu_memory_utilization ",
+            "--gpu_memory_utilization=",
+            "--max_model_len ",
+            "--tensor_parallel_size ",
             "'--max-model-len'",
             "'--gpu-memory-utilization'",
         ),

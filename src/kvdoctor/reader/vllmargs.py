@@ -97,7 +97,7 @@ def parse_vllm_argv(argv: list[str]) -> dict[str, Any]:
     return facts
 
 
-_LAUNCHERS = ("vllm serve", "vllm.entrypoints", "vllm-openai", "api_server.py", "vllm/vllm-")
+_LAUNCHERS = ("vllm serve", "vllm.entrypoints", "vllm-openai", "api_server.py", "vllm/vllm-", "trl vllm-serve")
 
 
 _FLAG_WORDS = (
@@ -118,7 +118,12 @@ def is_vllm_command(text: str) -> bool:
     if any(marker in text for marker in _LAUNCHERS) and " --" in text or "vllm serve " in text:
         return True
     text = text.replace("_", "-") if _ARGV_LIST.match(text) or _JSON_ARGV.match(text) else text
+    # (vLLM's parser takes a flag's underscore spelling too: `--gpu_memory_utilization 0.2`)
+    text = _FLAG.sub(lambda m: m.group(0).replace("_", "-"), text)
     return sum(flag in text for flag in _FLAG_WORDS) >= 2
+
+
+_FLAG = re.compile(r"--[a-z][\w-]*")
 
 
 # an argv printed as a Python list (verl's vLLMHttpServer pretty-prints the one it launches)
