@@ -12,6 +12,13 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # an OOM raised setting up the device (torch.cuda.set_device) or NCCL's communicator before any
+    # weights: the card was full already, not too small for the model
+    "set_device_cuda_error_oom.log": ("cuda_oom", "cuda-oom-device-setup", "free_gpu_memory"),
+    "nccl_init_cuda_failure_oom_lines.log": ("cuda_oom", "cuda-oom-device-setup", "free_gpu_memory"),
+    # torch's DistBackendError printing NCCL's "Last error:" and "Cuda failure 'out of memory'" on
+    # lines of their own, inside the capture: an OOM there, not a non-memory failure
+    "nccl_capture_cuda_failure_oom_lines.log": ("cuda_oom", "cuda-oom-graph-capture", "enforce_eager"),
     # a wrapper's own spelling of the fraction: TRL's `--gpu_memory_utilization 0.2` (vLLM takes the
     # underscore form too) and LLaMA-Factory's `--vllm_gpu_util 0.5`; the weights exceed what the
     # fraction leaves on any card of 80 GiB or less, so it is the fraction, not a planned co-tenant

@@ -536,6 +536,40 @@ def _frame_of_phase(frames: list[Event]) -> tuple[str, Event] | None:
     return None
 
 
+# the steps before any weights: the CUDA context and device (torch's lazy init, set_device), the
+# distributed groups, NCCL's communicators, the custom all-reduce's IPC buffers
+_DEVICE_SETUP = frozenset(
+    {
+        "init_device",
+        "set_device",
+        "_lazy_init",
+        "init_worker_distributed_environment",
+        "init_distributed_environment",
+        "initialize_model_parallel",
+        "ensure_model_parallel_initialized",
+        "ncclCommInitRank",
+    }
+)
+
+
+def _device_setup_oom(sink: _FactSink, oom: Event, frames: list[Event]) -> None:
+    """An OOM raised while the device or the communicators were set up, before any weights: the
+    memory was taken before this server allocated anything of its own."""
+    setup = next(
+        (
+            f
+            for f in reversed(frames)
+            if f.fields.get("function") in _DEVICE_SETUP or "custom_all_reduce" in f.fields.get("file", "")
+        ),
+        None,
+    )
+    if setup is not None:
+        sink.put("oom_in_device_setup", setup.fields.get("function"), setup, rank=2)
+    elif "Cuda failure 'out of memory'" in oom.text:
+        # NCCL's own CUDA call failing with no weights loaded yet: its communicator's set-up
+        sink.put("oom_in_device_setup", "NCCL communicator", oom, rank=1)
+
+
 # the start-up steps that run the model after the KV cache is sized
 _AFTER_KV_STEPS = frozenset({"cuda_graph_capture", "sampler_warmup", "kernel_warmup"})
 
@@ -550,7 +584,9 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
     sized = False  # the KV cache was sized before the step last_phase names
     kv_sized = False
     checking = False  # V1 printed the KV memory it found and nothing of the cache it made yet
+    weights_seen = False
     for event in attempt.events:
+        weights_seen = weights_seen or event.kind == "weights_loaded"
         if event.kind in _KV_SIZE_PRINTED:
             kv_sized = True
         if event.kind in ("available_kv_memory", "kv_cache_size", "gpu_blocks", "phase", "graph_capture_done"):
@@ -584,6 +620,8 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
                 # its line hidden by Ray's "[repeated Nx across cluster]")
                 phase = "weight_loading"
             _one_oom(sink, event, frames, phase)
+            if phase is None and not weights_seen:
+                _device_setup_oom(sink, event, frames)
             oom_event = event
             framed = bool(frames)
             frames = []

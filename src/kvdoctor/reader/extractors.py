@@ -1263,8 +1263,10 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # of memory'"): the communicator's memory did not fit beside the KV cache
     Extractor(
         "cuda_oom",
-        ("NCCL WARN Cuda failure 'out of memory'",),
-        _F(r"NCCL WARN Cuda failure 'out of memory'"),
+        # (also torch's DistBackendError, which prints NCCL's "Last error:" and the failure on
+        # lines of their own: "Cuda failure 'out of memory'")
+        ("NCCL WARN Cuda failure 'out of memory'", "Cuda failure 'out of memory'"),
+        _F(r"(?:NCCL WARN |Last error:\s*|^\W*)Cuda failure 'out of memory'"),
         lambda m: {"device": "CUDA"},
     ),
     # vllm-omni runs each stage of a pipeline as its own engine: a frame or a log source in its

@@ -129,6 +129,7 @@ KNOWN_FACTS = frozenset(
         "warmup_dummy_requests",
         "traceback_phase",
         "traceback_phase_from_step",
+        "oom_in_device_setup",
         "traceback_function",
         "traceback_distributed_setup",
         "network_frame",
