@@ -570,6 +570,8 @@ def _device_setup_oom(sink: _FactSink, oom: Event, frames: list[Event]) -> None:
         sink.put("oom_in_device_setup", "NCCL communicator", oom, rank=1)
 
 
+_PROFILE_FUNCTIONS = frozenset({"profile_run", "determine_available_memory", "determine_num_available_blocks"})
+
 # the start-up steps that run the model after the KV cache is sized
 _AFTER_KV_STEPS = frozenset({"cuda_graph_capture", "sampler_warmup", "kernel_warmup"})
 
@@ -735,6 +737,9 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
             # 0.18+ profiles the graphs' memory by capturing them before the KV cache is sized
             sink.put("oom_in_graph_profile", True, event, rank=2)
             phase = "profile_run"
+    if phase == "sampler_warmup" and any(f.fields.get("function") in _PROFILE_FUNCTIONS for f in frames):
+        # V1 runs the sampler's dummy batch inside the profiling pass too, before any KV cache
+        sink.put("sampler_in_profile", True, event, rank=2)
     if any(f.fields.get("function") == "profile_cudagraph_memory" for f in frames):
         sink.put("oom_in_graph_profile", True, event, rank=2)  # the same profile, named by its frame
     sink.put("oom_phase", phase or "unknown", event, rank=3 if phase else 1)

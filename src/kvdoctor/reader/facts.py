@@ -130,6 +130,7 @@ KNOWN_FACTS = frozenset(
         "traceback_phase",
         "traceback_phase_from_step",
         "oom_in_device_setup",
+        "sampler_in_profile",
         "traceback_function",
         "traceback_distributed_setup",
         "network_frame",
