@@ -12,6 +12,17 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # a review of round 36's readings: an NCCL OOM and a custom all-reduce frame inside the capture
+    # are the capture's, not the device's set-up; a gap of 17.7 GiB is not one 0.95 closes; 0.6.4's
+    # non-torch memory at TP 2 holds the instance's own NCCL and all-reduce buffers
+    "nccl_capture_oom_excerpt.log": ("cuda_oom", "cuda-oom-graph-capture", "lower_gpu_memory_utilization"),
+    "capture_custom_allreduce_oom_excerpt.log": ("cuda_oom", "cuda-oom-graph-capture", "lower_gpu_memory_utilization"),
+    "max_len_gap_beyond_a_raise.log": ("max_model_len_too_large", "max-model-len-too-large", "lower_max_model_len"),
+    "v064_tp2_own_buffers_not_cotenant.log": (
+        "no_cache_blocks",
+        "no-cache-blocks-utilization-too-low",
+        "raise_gpu_memory_utilization",
+    ),
     # an OOM raised setting up the device (torch.cuda.set_device) or NCCL's communicator before any
     # weights: the card was full already, not too small for the model
     "set_device_cuda_error_oom.log": ("cuda_oom", "cuda-oom-device-setup", "free_gpu_memory"),
@@ -263,3 +274,10 @@ def test_eager_mode_is_not_offered_where_it_is_already_on() -> None:
 def test_weights_loaded_by_other_data_parallel_engines_are_not_a_co_tenant_on_this_card() -> None:
     top = diagnose(HERE / "dp_free_memory_other_engines_weights.log").diagnoses[0]
     assert "starting on the same card" not in top.explanation
+
+
+def test_collect_envs_absent_rocm_lines_do_not_name_amds_tool() -> None:
+    # "HIP runtime version: N/A" / "ROCM used to build PyTorch: N/A" on an NVIDIA machine
+    top = diagnose(HERE / "collect_env_nvidia_hip_na.log").diagnoses[0]
+    text = " ".join(r.text for r in top.remedies)
+    assert "nvidia-smi" in text and "amd-smi" not in text

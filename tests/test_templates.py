@@ -76,7 +76,7 @@ def test_the_chinese_meta_line_and_notes_are_in_chinese() -> None:
     from kvdoctor.render import render
 
     out = render(diagnose(Path(__file__).parents[1] / "examples" / "max-model-len-too-large.log", lang="zh"), "text")
-    assert "规则 max-model-len-too-large · 错误 · 中等置信度" in out and "confidence" not in out
+    assert "规则 max-model-len-too-large · 错误 · 高置信度" in out and "confidence" not in out
 
 
 _FULL_WIDTH_GAP = re.compile(r"\s[，。；：（）、！？]|[，。；：（）、！？]\s")

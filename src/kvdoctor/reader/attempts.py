@@ -587,6 +587,9 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
     kv_sized = False
     checking = False  # V1 printed the KV memory it found and nothing of the cache it made yet
     weights_seen = False
+    # (any frame of the attempt that names a step: an NCCL failure's own exception line clears the
+    # frames above it before its "Cuda failure 'out of memory'" line is read)
+    any_step_framed = _phase_of_frames([e for e in attempt.events if e.kind == "frame"]) is not None
     for event in attempt.events:
         weights_seen = weights_seen or event.kind == "weights_loaded"
         if event.kind in _KV_SIZE_PRINTED:
@@ -608,7 +611,10 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
         elif event.kind == "exception" and "OutOfMemory" not in event.fields.get("type", ""):
             # (a wrapper, "Engine core initialization failed", ends no traceback of its own cause:
             # the frames above it are the cut traceback of the failure)
-            frames = frames if "out of memory" in event.text or _is_wrapper(event) else []
+            # (nor NCCL's "unhandled cuda error", whose "Last error: Cuda failure 'out of memory'" may
+            # follow on lines of its own: the frames above are that OOM's)
+            keep = "out of memory" in event.text or _is_wrapper(event) or "unhandled cuda error" in event.text
+            frames = frames if keep else []
         elif event.kind in ("cuda_oom", "warmup_oom"):
             phase = last_phase
             if (
@@ -622,7 +628,7 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
                 # its line hidden by Ray's "[repeated Nx across cluster]")
                 phase = "weight_loading"
             _one_oom(sink, event, frames, phase)
-            if phase is None and not weights_seen:
+            if phase is None and not weights_seen and not any_step_framed:
                 _device_setup_oom(sink, event, frames)
             oom_event = event
             framed = bool(frames)

@@ -335,7 +335,10 @@ def _v064_terms(out: Facts) -> None:
     # what is left besides this instance's CUDA context: 0.6.4 measures non-torch memory
     # device-wide, so its figure holds the other processes too and is no measure of the context
     # alone (vllm#10451); a context is a GiB at most
-    others = initial - own - min(_v(out, "non_torch_gib") or 0.0, 1.0)
+    # (with tensor parallelism the instance's own NCCL and all-reduce buffers are there already:
+    # 3–4 GiB on an H100 pair, kv-math.md)
+    allowance = 1.0 if (_v(out, "tensor_parallel_size") or 1) <= 1 else 4.0
+    others = initial - own - min(_v(out, "non_torch_gib") or 0.0, allowance)
     _put(out, "others_before_profile_gib", round(max(others, 0.0), 2))
 
 

@@ -599,6 +599,17 @@ def _platform(m: re.Match[str]) -> Fields:
     return {"platform": m.group(1).lower()}
 
 
+# collect_env's lines on a machine without that stack ("HIP runtime version: N/A", "ROCM used to
+# build PyTorch: N/A", "ROCm: Disabled"): they name the vendor only to say it is absent
+_ABSENT = re.compile(r"(?i):\s*(?:N/A|Disabled|None|False|No)\s*$")
+
+
+def _accelerator(m: re.Match[str]) -> Fields | None:
+    if _ABSENT.search(m.string):
+        return None
+    return {"vendor": ("ascend", "gaudi", "amd", "intel", "tpu")[m.lastindex - 1 if m.lastindex else 0]}
+
+
 def _tpu_oom(m: re.Match[str]) -> Fields:
     fields: Fields = {"device": "TPU"}
     if m.group(1):
@@ -841,7 +852,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"(\bXPU\b|\bxpu\b|intel_extension_for_pytorch|Intel\(R\) (?:Data Center GPU|Arc))|"
             r"(\bTPU\b|libtpu|torch_xla|tpu_inference)"
         ),
-        lambda m: {"vendor": ("ascend", "gaudi", "amd", "intel", "tpu")[m.lastindex - 1 if m.lastindex else 0]},
+        _accelerator,
     ),
     # §2 banner / version / args
     Extractor(
