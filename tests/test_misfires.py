@@ -12,6 +12,8 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # V0's CPU swap space is pinned host RAM: "CUDA error: out of memory" under allocate_cpu_cache
+    "v0_cpu_swap_pinned_oom.log": ("cuda_oom", "cuda-oom-cpu-swap", "fix_config"),
     # a review of round 36's readings: an NCCL OOM and a custom all-reduce frame inside the capture
     # are the capture's, not the device's set-up; a gap of 17.7 GiB is not one 0.95 closes; 0.6.4's
     # non-torch memory at TP 2 holds the instance's own NCCL and all-reduce buffers

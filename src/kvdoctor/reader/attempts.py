@@ -743,6 +743,10 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
             # 0.18+ profiles the graphs' memory by capturing them before the KV cache is sized
             sink.put("oom_in_graph_profile", True, event, rank=2)
             phase = "profile_run"
+    if any(f.fields.get("function") in ("allocate_cpu_cache", "_allocate_cpu_cache") for f in frames):
+        # V0's CPU swap space: pinned host memory (cudaHostAlloc), refused as "CUDA error: out of
+        # memory" when the host or the container has no RAM to pin
+        sink.put("oom_cpu_swap", True, event, rank=2)
     if phase == "sampler_warmup" and any(f.fields.get("function") in _PROFILE_FUNCTIONS for f in frames):
         # V1 runs the sampler's dummy batch inside the profiling pass too, before any KV cache
         sink.put("sampler_in_profile", True, event, rank=2)

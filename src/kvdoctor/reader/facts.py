@@ -131,6 +131,7 @@ KNOWN_FACTS = frozenset(
         "traceback_phase_from_step",
         "oom_in_device_setup",
         "sampler_in_profile",
+        "oom_cpu_swap",
         "traceback_function",
         "traceback_distributed_setup",
         "network_frame",
