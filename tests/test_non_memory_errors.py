@@ -24,7 +24,7 @@ CASES = [
     ("RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable", "fix_environment"),
     (
         "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method",
-        "fix_environment",
+        "fix_config",
     ),
     (
         "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the cached files",

@@ -272,7 +272,6 @@ KNOWN_MISSES = {
     # round 37
     "6000-": "the paste stops at the KV sizing lines; that the capture then hung is only in the reporter's words",
     "6040-": "a CUDA 'invalid argument' after the blocks on a second GPU: Xinference's launch bug is in the thread",
-    "6083-": "'Cannot re-initialize CUDA in forked subprocess': the environment here; the author's fix was the script's spawn",
     "6120-": "the OOM is only in the reporter's words; the paste stops after the blocks",
     "6121-": "three profiling warnings and prose: no line says the server started",
     "6123-": "a bare engine-core failure: that this vLLM predates Qwen3-VL is in the stated versions",
