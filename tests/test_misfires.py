@@ -12,6 +12,13 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # an autotuner's OOM for one candidate (FlashInfer's "Skipping tactic", Inductor's "[0/0] … Ignoring
+    # this choice") on a start-up that went on to serve: healthy
+    "flashinfer_autotune_oom_warning_healthy.log": ("healthy", "healthy", None),
+    "inductor_autotune_oom_warning_healthy.log": ("healthy", "healthy", None),
+    # a compose stack's other service (a web UI, an embedder) failing beside a healthy vLLM
+    "compose_other_service_oom_healthy.log": ("healthy", "healthy", None),
+    "compose_other_service_error_healthy.log": ("healthy", "healthy", None),
     # V0's CPU swap space is pinned host RAM: "CUDA error: out of memory" under allocate_cpu_cache
     "v0_cpu_swap_pinned_oom.log": ("cuda_oom", "cuda-oom-cpu-swap", "fix_config"),
     # a review of round 36's readings: an NCCL OOM and a custom all-reduce frame inside the capture

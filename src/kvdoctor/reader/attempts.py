@@ -867,14 +867,38 @@ def _recovered(attempt: Attempt) -> set[int]:
     """A warning the run may get past (NCCL's failed CUDA call, torch's rendezvous retrying) that
     the start-up did get past: a step of the start-up came after it, so it stopped nothing."""
     out: set[int] = set()
+    # a compose stack's other services (an embedder, a web UI) print their own errors beside vLLM's:
+    # a container that printed none of vLLM's own lines is not this start-up
+    own = _vllm_container(attempt)
+    vllm_services = {e.origin.container for e in attempt.events if e.kind in _VLLM_OWN}
     for i, event in enumerate(attempt.events):
-        if event.kind == "environment_error" and event.fields.get("soft"):
+        if (
+            own is not None
+            and _service(event.origin.container)
+            and event.origin.container not in vllm_services
+            and (event.kind in FATAL_KINDS or event.kind in ("frame", "exception", "traceback"))
+        ):
+            out.add(id(event))
+        elif event.kind == "cuda_oom" and _AUTOTUNE.search(event.text):
+            # an autotuner's OOM for one candidate kernel (FlashInfer's "Skipping tactic …",
+            # Inductor's "Ignoring this choice"): it tries the next one, nothing stops
+            out.add(id(event))
+        elif event.kind == "environment_error" and event.fields.get("soft"):
             later = attempt.events[i + 1 :]
             if any(e.kind in PROGRESS_KINDS and e.kind not in FATAL_KINDS | {"environment_error"} for e in later):
                 out.add(id(event))
         elif event.kind == "cuda_oom" and _cited(event) and _sized_after(attempt.events[i + 1 :], event.origin.proc):
             out.add(id(event))
     return out
+
+
+_AUTOTUNE = re.compile(
+    r"(?i)\[Autotuner\]|Skipping tactic|Ignoring this choice|error during autotuning|autotun\w* failed for"
+    r"|_inductor/select_algorithm\.py"
+    # (torch's compile logger tags its lines with the compile id, "[0/0] …": Inductor's autotuner
+    # logs a candidate's OOM that way, then "Ignoring this choice")
+    r"|^\[\d+/\d+\] "
+)
 
 
 # an OOM message in quotes, or on a comment line ("# … fails with \"CUDA Error: out of memory\""):
