@@ -12,6 +12,9 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # requests served (200 OK, stats), then the running batch ran out of memory: the start-up was
+    # healthy, and the OOM is not the capture's
+    "healthy_then_runtime_oom.log": ("healthy", "healthy", None),
     # an autotuner's OOM for one candidate (FlashInfer's "Skipping tactic", Inductor's "[0/0] … Ignoring
     # this choice") on a start-up that went on to serve: healthy
     "flashinfer_autotune_oom_warning_healthy.log": ("healthy", "healthy", None),

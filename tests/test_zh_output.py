@@ -118,6 +118,7 @@ _QUOTED_FACTS = (
     "no_gpu_reason",
     "unified_memory_device",
     "process_list_command",
+    "oom_while_serving",
     "smallest_card_name",
     "model_catalog_id",
 )

@@ -947,6 +947,8 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt, recovered: set[int]) -> No
     ]
     started = _started(sink, attempt, fatal)
     sink.put("started", started, None, rank=1, source="derived", derived=True)
+    if started and "failed_while_serving" not in sink.facts:
+        _oom_while_serving(sink, attempt, fatal, skipped)
     if not started and not fatal:
         _stall_facts(sink, attempt)
     if fatal and not started:
@@ -1022,6 +1024,24 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt, recovered: set[int]) -> No
             sink.put("profiling_measure", event.fields.get("measure"), event, rank=3)
             sink.put("profiling_initial_gib", event.fields.get("initial_gib"), event, rank=3)
             sink.put("profiling_current_gib", event.fields.get("current_gib"), event, rank=3)
+
+
+def _oom_while_serving(sink: _FactSink, attempt: Attempt, fatal: list[Event], skipped: set[int]) -> None:
+    """The API server said it serves, requests were served (access-log or stats lines), then an
+    allocation ran out: a runtime OOM, not the start-up's; what failed after it is set aside too."""
+    api = [e for e in attempt.events if e.kind == "serving" and e.text != SERVED and "init engine" not in e.text]
+    if not api:
+        return
+    oom = next((e for e in fatal if e.kind in MEMORY_ERROR_KINDS and e.line > api[0].line), None)
+    if oom is None:
+        return
+    up = max(e.line for e in api if e.line < oom.line)
+    late = [e for e in fatal if e.line > up]
+    # (nothing failed between the server's word and the OOM but the OOM's own traceback)
+    served = any(e.kind == "serving" and e.text == SERVED and up < e.line < oom.line for e in attempt.events)
+    if served:
+        sink.put("oom_while_serving", oom.text[:160], oom, rank=2, source="derived", derived=True)
+        skipped.update(id(e) for e in late)
 
 
 _KV_SIZED = ("gpu_blocks", "kv_cache_size", "available_kv_memory", "startup_memory_summary", "serving")

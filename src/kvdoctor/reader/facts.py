@@ -132,6 +132,7 @@ KNOWN_FACTS = frozenset(
         "oom_in_device_setup",
         "sampler_in_profile",
         "oom_cpu_swap",
+        "oom_while_serving",
         "traceback_function",
         "traceback_distributed_setup",
         "network_frame",
