@@ -587,9 +587,6 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
     kv_sized = False
     checking = False  # V1 printed the KV memory it found and nothing of the cache it made yet
     weights_seen = False
-    # (any frame of the attempt that names a step: an NCCL failure's own exception line clears the
-    # frames above it before its "Cuda failure 'out of memory'" line is read)
-    any_step_framed = _phase_of_frames([e for e in attempt.events if e.kind == "frame"]) is not None
     for event in attempt.events:
         weights_seen = weights_seen or event.kind == "weights_loaded"
         if event.kind in _KV_SIZE_PRINTED:
@@ -628,7 +625,9 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
                 # its line hidden by Ray's "[repeated Nx across cluster]")
                 phase = "weight_loading"
             _one_oom(sink, event, frames, phase)
-            if phase is None and not weights_seen and not any_step_framed:
+            # (where no frame of the attempt names a step: an NCCL failure's own exception line can
+            # clear the frames above it before its "Cuda failure 'out of memory'" line is read)
+            if phase is None and not weights_seen and _phase_of_frames(_frames(attempt)) is None:
                 _device_setup_oom(sink, event, frames)
             oom_event = event
             framed = bool(frames)
@@ -684,6 +683,10 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
     reached = _furthest_phase(attempt)
     if reached:
         sink.put("last_phase", reached, None, rank=1)
+
+
+def _frames(attempt: Attempt) -> list[Event]:
+    return [e for e in attempt.events if e.kind == "frame"]
 
 
 def _holds_past(oom: Event, loaded: Event) -> bool:
@@ -869,11 +872,10 @@ def _recovered(attempt: Attempt) -> set[int]:
     out: set[int] = set()
     # a compose stack's other services (an embedder, a web UI) print their own errors beside vLLM's:
     # a container that printed none of vLLM's own lines is not this start-up
-    own = _vllm_container(attempt)
-    vllm_services = {e.origin.container for e in attempt.events if e.kind in _VLLM_OWN}
+    vllm_services = {e.origin.container for e in attempt.events if e.kind in _VLLM_OWN and _service(e.origin.container)}
     for i, event in enumerate(attempt.events):
         if (
-            own is not None
+            vllm_services
             and _service(event.origin.container)
             and event.origin.container not in vllm_services
             and (event.kind in FATAL_KINDS or event.kind in ("frame", "exception", "traceback"))
@@ -958,7 +960,7 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt, recovered: set[int]) -> No
     if not started and not fatal and reached is not None:
         # the log stops inside a step with nothing failed: where it stopped, never a failure of it
         sink.put("incomplete_at", reached.value, None, rank=1, source="derived", derived=True)
-    frames = [e for e in attempt.events if e.kind == "frame"]
+    frames = _frames(attempt)
     if frames:
         # the deepest frame in vLLM itself says more than torch's or contextlib's wrappers
         own = [e for e in frames if "vllm" in e.fields.get("file", "")] or frames

@@ -115,20 +115,20 @@ PROCESS_LIST_COMMANDS = {
     "tpu": "tpu-info",
 }
 _PLATFORM_VENDOR = {"cuda": "nvidia", "rocm": "amd", "npu": "ascend", "hpu": "gaudi", "xpu": "intel", "tpu": "tpu"}
-_OOM_DEVICE_VENDOR = {"CUDA": "nvidia", "HIP": "amd", "NPU": "ascend", "XPU": "intel", "TPU": "tpu", "HPU": "gaudi"}
+_OOM_DEVICE_VENDOR = {"cuda": "nvidia", "hip": "amd", "npu": "ascend", "xpu": "intel", "tpu": "tpu", "hpu": "gaudi"}
 
 
 def _process_list_command(out: Facts) -> None:
     """The tool a remedy names to see who holds the card: the platform vLLM detected, else the
-    device an OOM named, else the vendor a line names (a plugin, a runtime, a card), else NVIDIA's."""
-    platform, oom_device = _v(out, "platform"), _v(out, "oom_device")
-    vendor = (
-        _PLATFORM_VENDOR.get(str(platform or "").lower())
-        or _OOM_DEVICE_VENDOR.get(str(oom_device or ""))
-        or _v(out, "accelerator")
-        or "nvidia"
-    )
-    basis = out.get("platform") or out.get("oom_device") or out.get("accelerator")
+    device an OOM named, else the vendor a line names (a plugin, a runtime, a card), else NVIDIA's.
+    The line that decided it is the fact's evidence (none for the default)."""
+    vendor, basis = "nvidia", None
+    for name, vendors in (("platform", _PLATFORM_VENDOR), ("oom_device", _OOM_DEVICE_VENDOR), ("accelerator", None)):
+        fact = out.get(name)
+        found = None if fact is None else str(fact.value) if vendors is None else vendors.get(str(fact.value).lower())
+        if found:
+            vendor, basis = found, fact
+            break
     line, text = (basis.line, basis.text) if basis is not None and vendor != "nvidia" else (None, None)
     command = PROCESS_LIST_COMMANDS.get(vendor, PROCESS_LIST_COMMANDS["nvidia"])
     out["process_list_command"] = Fact("process_list_command", command, line, text, True, "derived")
