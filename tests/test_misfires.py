@@ -12,6 +12,26 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # variants of round 37's readings (free-memory checks, a V0 no-KV raise, a pasted per-GPU
+    # query): 0.32's "engine's budget after excluding external process's weights" counts the weights
+    # held for this engine as its own; the check's ValueError cut mid-figure is still the check
+    "free_check_engine_budget_external_weights.log": (
+        "insufficient_free_memory_at_startup",
+        "free-memory-at-startup-held",
+        "free_gpu_memory",
+    ),
+    "free_check_cut_mid_figure.log": (
+        "insufficient_free_memory_at_startup",
+        "free-memory-at-startup-held",
+        "free_gpu_memory",
+    ),
+    # an 8B model at its own 131072 tokens beside 5.75 GiB held: the model fits once freed, the
+    # length does not (not "the model never fits this card")
+    "free_check_long_default_length_held.log": (
+        "insufficient_free_memory_at_startup",
+        "free-memory-at-startup-fraction-too-high",
+        "free_gpu_memory",
+    ),
     # requests served (200 OK, stats), then the running batch ran out of memory: the start-up was
     # healthy, and the OOM is not the capture's
     "healthy_then_runtime_oom.log": ("healthy", "healthy", None),
@@ -294,3 +314,44 @@ def test_collect_envs_absent_rocm_lines_do_not_name_amds_tool() -> None:
     top = diagnose(HERE / "collect_env_nvidia_hip_na.log").diagnoses[0]
     text = " ".join(r.text for r in top.remedies)
     assert "nvidia-smi" in text and "amd-smi" not in text
+
+
+def test_weights_held_for_the_engine_elsewhere_are_its_own_not_a_co_tenants() -> None:
+    # 0.32: "(0.9, 40.1 GiB)" is the engine's budget after 31.17 GiB of externally held weights;
+    # what another tenant holds is the rest (27.92 GiB), and a fraction up to the free memory and
+    # those weights passes the check
+    report = diagnose(HERE / "free_check_engine_budget_external_weights.log")
+    top = report.diagnoses[0]
+    assert [(r.action, r.value) for r in top.remedies] == [
+        ("free_gpu_memory", 27.92),
+        ("lower_gpu_memory_utilization", 0.63),
+    ]
+    assert report.facts["requested_gib"] == 71.27 and report.facts["external_weights_gib"] == 31.17
+
+
+def test_a_freed_card_still_needs_a_shorter_length_where_one_request_overflows_it() -> None:
+    top = diagnose(HERE / "free_check_long_default_length_held.log").diagnoses[0]
+    assert [(r.action, r.value) for r in top.remedies] == [("free_gpu_memory", 5.75), ("lower_max_model_len", 34064)]
+
+
+def test_a_raise_on_an_old_release_plans_the_profile_the_log_does_not_print() -> None:
+    # 0.4.0 prints weights and blocks only: 0.65 clears the weights' shortfall, not the profile
+    # and one 4096-token request of Llama-2-7B (2 GiB of KV) beside them
+    top = diagnose(HERE / "v040_util05_raise_holds_one_request.log").diagnoses[0]
+    assert (top.rule, top.remedies[0].action, top.remedies[0].value) == (
+        "no-cache-blocks-utilization-too-low",
+        "raise_gpu_memory_utilization",
+        0.71,
+    )
+
+
+def test_a_quotient_in_a_warning_is_not_the_max_num_seqs_setting() -> None:
+    report = diagnose(HERE / "v0_mm_quotient_not_max_num_seqs.log")
+    assert report.facts.get("max_num_seqs") != 32768
+
+
+def test_a_per_gpu_query_with_memory_in_use_does_not_contradict_a_co_tenant() -> None:
+    report = diagnose(HERE / "free_check_per_gpu_query_no_process_rows.log")
+    assert not any("contradicts" in n for n in report.notes)
+    assert any("names no process, but shows 19.4 GiB in use" in n for n in report.notes)
+    assert "()" not in report.diagnoses[0].remedies[0].text

@@ -122,6 +122,11 @@ def _probe_notes(report_facts: dict[str, Any], diagnoses: tuple[Any, ...], live:
         if held >= 1.0:
             state = "confirms" if claims_other else "adds to"
             notes.append(f"{where} {state} the diagnosis: {len(pids)} other process(es) {pids} hold {held:.1f} GiB")
+        elif claims_other and (report_facts.get("gpu.used_gib") or 0.0) >= 1.0:
+            # (no process named, the device's memory in use all the same: a per-GPU query, MIG, or
+            # a container whose processes the driver does not list)
+            used = report_facts["gpu.used_gib"]
+            notes.append(f"{where} names no process, but shows {used:.1f} GiB in use on the device")
         elif claims_other:
             notes.append(f"{where} contradicts the diagnosis: no other process holds memory now")
     if taken:

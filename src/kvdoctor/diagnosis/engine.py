@@ -77,7 +77,8 @@ def render_template(template: str, facts: Facts, extra: dict[str, Any] | None = 
         if extra and name in extra:
             return extra[name] is not None
         fact = facts.get(name)
-        return fact is not None and fact.value is not None
+        # (an empty list, no PIDs, has nothing to cite either)
+        return fact is not None and fact.value is not None and fact.value != []
 
     def optional(m: re.Match[str]) -> str:
         inner = m.group(1)

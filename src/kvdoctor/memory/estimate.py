@@ -216,8 +216,14 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         # fraction suggested below it fails again, with no cache blocks (issue 10)
         # (+0.5 GiB: fragmentation and what the estimate leaves out)
         overheads = ctx.overheads(ctx.tp)
-        need = weights + overheads + _one_request_gib(ctx, layout, per_token) + 0.5
-        out["min_utilization_for_model"] = round(min(1.0, math.ceil(need / ctx.total * 100) / 100), 2)
+        base, hybrid = weights + overheads + 0.5, _str(facts, "engine") == "v1"
+        request = _one_request_gib(ctx, layout, per_token, hybrid=hybrid)
+        out["min_utilization_for_model"] = _fraction_of(base + request, ctx.total)
+        # (and at a short context: where only the length asked for overflows the card, the model
+        # itself fits, and a shorter --max-model-len is the way, not a smaller model)
+        short = min(ctx.max_model_len or _SHORT_CONTEXT, _SHORT_CONTEXT)
+        short_request = _one_request_gib(ctx, layout, per_token, short, hybrid=hybrid)
+        out["min_utilization_for_weights"] = _fraction_of(base + short_request, ctx.total)
         _length_at_safe_fraction(ctx, out, facts, weights + overheads, layout)
     kv_gib = logged_gib
     if ctx.total and ctx.util:
@@ -271,11 +277,21 @@ def _request_bytes(layout: KvLayout, length: int, *, hybrid: bool) -> float:
     )
 
 
-def _one_request_gib(ctx: _Ctx, layout: KvLayout | None, per_token: int | None) -> float:
-    # (every layer at the whole length: the smallest fraction this plans for is a conservative one)
-    tokens = ctx.max_model_len or 2048
+_SHORT_CONTEXT = 4096
+
+
+def _fraction_of(need_gib: float, total_gib: float) -> float:
+    return round(min(1.0, math.ceil(need_gib / total_gib * 100) / 100), 2)
+
+
+def _one_request_gib(
+    ctx: _Ctx, layout: KvLayout | None, per_token: int | None, tokens: int | None = None, *, hybrid: bool = False
+) -> float:
+    # (every layer at the whole length, but for V1's hybrid manager's sliding and chunked layers:
+    # the smallest fraction this plans for is a conservative one)
+    tokens = tokens or ctx.max_model_len or 2048
     if layout is not None and layout.bytes_per_token:
-        return _request_bytes(layout, tokens, hybrid=False) / GIB
+        return _request_bytes(layout, tokens, hybrid=hybrid) / GIB
     return (per_token or 0) * tokens / GIB
 
 

@@ -372,8 +372,10 @@ def _other_processes(out: Facts) -> None:
     if before is not None:
         candidates.append(before)  # 0.6.4: memory in use before the profile run, not this instance's
     free, total = _v(out, "free_gpu_gib_at_startup"), _v(out, "total_gpu_gib")
+    # (0.32+: weights another process holds for this engine are in use, and are this engine's own)
+    external = _v(out, "external_weights_gib") or 0.0
     if free is not None and total is not None:
-        candidates.append(max(total - free, 0.0))
+        candidates.append(max(total - free - external, 0.0))
     oom_other = _v(out, "oom_other_process_gib")
     total = _v(out, "oom_total_gib") or float("inf")
     # "Process P has X" names the failing process itself when it runs in a container (its host
@@ -389,7 +391,9 @@ def _safe_utilization(out: Facts) -> None:
     free, total = _v(out, "free_gpu_gib_at_startup"), _v(out, "total_gpu_gib")
     if free is None or total is None or total <= 0:
         return
-    fraction = math.floor((free / total) * 100) / 100 - 0.01
+    # (the budget counts weights held for this engine elsewhere: a fraction up to them and the
+    # free memory passes the check)
+    fraction = math.floor(((free + (_v(out, "external_weights_gib") or 0.0)) / total) * 100) / 100 - 0.01
     if fraction < 0.05:
         return  # the card is essentially full: no fraction is worth suggesting
     _put(out, "max_safe_utilization", round(min(fraction, CEILING), 2))

@@ -173,6 +173,18 @@ def _free_error(m: re.Match[str]) -> Fields:
     }
 
 
+def _free_engine_budget(m: re.Match[str]) -> Fields:
+    """0.32+, weights held for this engine by another process (shared by IPC): the figure in the
+    brackets is the engine's budget, the fraction of the TOTAL less those weights, and the free
+    memory already excludes them. The fraction asked for is of the total, as everywhere."""
+    fields = _free_error(m)
+    util, total, engine = _g(m, 4), _g(m, 3), _g(m, 5)
+    requested = util * total
+    fields["requested_gib"] = round(requested, 2)
+    fields["external_weights_gib"] = round(max(requested - engine, 0.0), 2)
+    return fields
+
+
 def _free_summary(m: re.Match[str]) -> Fields:
     text = m.group(0)
     fields: Fields = {
@@ -232,8 +244,11 @@ _KEYWORD_SETTINGS = (
     "enforce_eager",
 )
 # a pattern's source, compiled on first use (re's cache), like the extractors' own
+# (not a quotient in prose: "(max_num_batched_tokens / max_num_seqs = 32768)" is no setting)
 _KEYWORD = (
-    r"['\"]?\b(" + "|".join(_KEYWORD_SETTINGS) + r")['\"]?\s*(?::|=)\s*['\"]?(\d+(?:\.\d+)?|True|False|true|false)\b"
+    r"(?<![/*] )(?<![/*])['\"]?\b("
+    + "|".join(_KEYWORD_SETTINGS)
+    + r")['\"]?\s*(?::|=)\s*['\"]?(\d+(?:\.\d+)?|True|False|true|false)\b"
 )
 
 
@@ -1130,7 +1145,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"Free memory on device ?(\S*?) ?\((-?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\) on startup is less than the engine's budget "  # noqa: E501
             r"after excluding external process's weights \((\d+(?:\.\d+)?), (\d+(?:\.\d+)?) GiB\)"
         ),
-        _free_error,
+        _free_engine_budget,
     ),
     Extractor(
         "startup_memory_summary",
@@ -1557,6 +1572,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
             **({"free_gpu_gib_at_startup": _g(m, 1), "total_gpu_gib": _g(m, 2)} if m.group(1) else {}),
             **({"gpu_memory_utilization": float(m.group(3))} if m.group(3) else {}),
         },
+    ),
+    # the check's ValueError cut before its verb ("ValueError: Free memory on device (3.1"): no
+    # other ValueError starts so (the healthy summary is an INFO line)
+    Extractor(
+        "free_memory_error",
+        ("ValueError: Free memory on device",),
+        _F(r"ValueError: Free memory on device(?!.*on startup is less than)"),
+        lambda m: {},
     ),
     # engine arguments pasted as JSON, a wrapper's dict or Python keywords, every one on the line:
     # lm-eval "Initializing vllm model, with arguments: {..., 'gpu_memory_utilization': 0.8}",

@@ -171,6 +171,7 @@ KNOWN_FACTS = frozenset(
         "gpu_count",
         "others_charged_possible",
         "min_utilization_for_model",
+        "min_utilization_for_weights",
         "max_model_len_at_safe_utilization",
         "min_total_gib_to_fit_by_raising",
         "default_seqs_1024_possible",

@@ -63,6 +63,10 @@ _ZH: tuple[tuple[re.Pattern[str], str], ...] = (
         "{where}{state}诊断：{n} 个其他进程 {pids} 占用 {gib} GiB",
     ),
     (
+        re.compile(f"^{_WHERE} names no process, but shows (?P<gib>\\S+) GiB in use on the device$"),
+        "{where}没有列出进程，但显示设备上已用 {gib} GiB",
+    ),
+    (
         re.compile(f"^{_WHERE} contradicts the diagnosis: no other process holds memory now$"),
         "{where}与诊断不符：现在没有其他进程占用显存",
     ),
