@@ -355,3 +355,10 @@ def test_a_per_gpu_query_with_memory_in_use_does_not_contradict_a_co_tenant() ->
     assert not any("contradicts" in n for n in report.notes)
     assert any("names no process, but shows 19.4 GiB in use" in n for n in report.notes)
     assert "()" not in report.diagnoses[0].remedies[0].text
+
+
+def test_an_oom_after_the_blocks_line_is_the_kv_allocation_not_the_profile() -> None:
+    # V0's multiprocessing engine logs the OOM's message above its frames; "Memory profiling
+    # takes …" began the profile, "# cuda blocks" ended it: the frames name the cache allocation
+    top = diagnose(HERE / "v0_mp_engine_oom_header_kv_allocation.log").diagnoses[0]
+    assert (top.klass, top.phase) == ("cuda_oom", "kv_cache_allocation")

@@ -602,8 +602,12 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
             # "Model loading took …": the weights are in; until a later step says so, what runs
             # next is the profiling pass (V0 allocates a Mamba model's state cache there)
             last_phase, after_weights, loaded = "profile_run", True, event
-        elif after_weights and (event.kind in _KV_SIZE_PRINTED or event.kind == "graph_capture_done"):
-            # (the KV cache sized, or graphs captured: the profiling pass is over, the step unnamed)
+        elif (after_weights or last_phase == "profile_run") and (
+            event.kind in _KV_SIZE_PRINTED or event.kind == "graph_capture_done"
+        ):
+            # (the KV cache sized, or graphs captured: the profiling pass is over, whether the
+            # weights' line or the profiler's own ("Memory profiling takes …") began it; the step
+            # after it unnamed)
             last_phase, after_weights = None, False
         elif event.kind == "exception" and "OutOfMemory" not in event.fields.get("type", ""):
             # (a wrapper, "Engine core initialization failed", ends no traceback of its own cause:
