@@ -362,3 +362,36 @@ def test_an_oom_after_the_blocks_line_is_the_kv_allocation_not_the_profile() -> 
     # takes …" began the profile, "# cuda blocks" ended it: the frames name the cache allocation
     top = diagnose(HERE / "v0_mp_engine_oom_header_kv_allocation.log").diagnoses[0]
     assert (top.klass, top.phase) == ("cuda_oom", "kv_cache_allocation")
+
+
+def test_weights_that_fit_at_a_higher_fraction_are_not_told_to_shard() -> None:
+    # 70B bf16 over two H100s (≈65.7 GiB per GPU, an estimate) at 0.85: 0.94 holds the weights,
+    # the profile and one request; sharding to four GPUs is not the way
+    top = diagnose(HERE / "unmeasured_70b_tp2_fits_at_higher_fraction.log").diagnoses[0]
+    actions = [(r.action, r.value) for r in top.remedies]
+    assert ("raise_gpu_memory_utilization", 0.94) in actions
+    assert "increase_tensor_parallel_size" not in [a for a, _ in actions]
+
+
+def test_a_manifests_flow_sequence_argv_and_node_label_are_read() -> None:
+    report = diagnose(HERE / "k8s_yaml_flow_args_h200_label.log")
+    assert (report.facts["model"], report.facts["gpu_name"]) == ("Qwen/Qwen2.5-72B-Instruct", "H200")
+    top = report.diagnoses[0]
+    assert (top.rule, top.remedies[0].action, top.remedies[0].value) == (
+        "no-cache-blocks-model-too-large",
+        "increase_tensor_parallel_size",
+        2,
+    )
+
+
+def test_a_compose_folded_command_and_collect_envs_version_are_read() -> None:
+    facts = diagnose(HERE / "compose_folded_command_collect_env_version.log").facts
+    assert (facts["model"], facts["tensor_parallel_size"], facts["vllm_version"]) == (
+        "meta-llama/Llama-3.1-70B-Instruct",
+        2,
+        "0.11.0",
+    )
+
+
+def test_a_tickets_gpu_colon_line_names_the_card() -> None:
+    assert diagnose(HERE / "slack_gpu_colon_name.log").facts["total_gpu_gib"] == 79.15

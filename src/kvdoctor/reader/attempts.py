@@ -802,6 +802,8 @@ def _version_facts(sink: _FactSink, attempt: Attempt) -> None:
     for event in attempt.events:
         if "version" in event.fields and event.kind in ("version", "engine_banner"):
             sink.put("vllm_version", event.fields["version"], event, rank=3)
+        elif event.kind == "stated_version":
+            sink.put("vllm_version", event.fields["version"], event, rank=1)
         for clue in clues_in(event.text, event.origin.proc, event.origin.src):
             new = narrow(low, high, clue)
             if new != (low, high):

@@ -302,7 +302,7 @@ def _keyword_settings(m: re.Match[str]) -> Fields:
 # `nvidia-smi -L` ("GPU 0: NVIDIA A100-SXM4-80GB (UUID: …)") or prose ("on 2x A100 80GB",
 # "RTX 4090 24GB"); the catalog turns the name into a total when the log prints none
 _GPU_MODEL = (
-    r"(?:(?:NVIDIA|Tesla|Quadro)\s+)?(?:GeForce\s+)?"
+    r"(?:(?:NVIDIA|Tesla|Quadro)[\s-]+)?(?:GeForce\s+)?"
     r"((?:RTX\s*)?(?:GH200|GB10|H200|H100|H20|A100|A800|A10G|A6000|A40|A10|L40S|L40|L20|L4|V100|T4|B200|MI300X)"
     r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3))*(?:[- ]?\d{2,3}\s?G(?:B|iB)?)?"
     r"|RTX\s*[345]0[6-9]0(?:\s?Ti)?)\b"
@@ -312,12 +312,16 @@ _GPU_NAME = (
     + _GPU_MODEL
     + r"|(?:\b(\d+)\s*[x×*]\s*|\b(?:on|with|using|an?|one|single|my|two|four|eight)\s+)"
     + _GPU_MODEL
+    # a ticket's "GPU: NVIDIA A100-SXM4-80GB", a node label "nvidia.com/gpu.product: NVIDIA-H200"
+    + r"|\b(?:GPUs?(?: (?:type|model|name))?|gpu\.product|[Aa]ccelerator)\s*[:=]\s*[\"']?"
+    + _GPU_MODEL
 )
 
 
 def _gpu_name(m: re.Match[str]) -> Fields | None:
-    name = m.group(1) or m.group(3)
-    if not name:
+    name = m.group(1) or m.group(3) or m.group(4)
+    # (a MIG slice named beside the card, "MIG 3g.47gb": the card's total is not what vLLM saw)
+    if not name or re.search(r"(?i)\bMIG\b|\b\d+g\.\d+gb\b", m.string):
         return None
     fields: Fields = {"gpu_name": " ".join(name.split())}
     if m.group(2):
@@ -886,6 +890,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # the 0.15+ ASCII logo: "▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.20.0"
     Extractor("version", ("version",), _F(r"^(?:[\s▄█▀▐▌]*)version\s+(\d+\.\d+[\w.+-]*)\s*$"), _version),
     Extractor("version", ("Launching vLLM",), _F(r"Launching vLLM \(v([\w.+-]+)\)"), _version),
+    # the release stated beside the log, not printed by the server: collect_env's "vLLM Version",
+    # a pinned "vllm==0.11.0", the image tag "vllm/vllm-openai:v0.10.2" (below the server's own)
+    Extractor(
+        "stated_version",
+        ("vLLM Version", "vllm==", "vllm-openai:v"),
+        _F(r"(?:^\s*vLLM Version\s*:\s*|\bvllm==|vllm/vllm-openai:v)(\d+\.\d+\.\d+[\w.+-]*)"),
+        _version,
+    ),
     Extractor("logo_model", ("model   ",), _F(r"^(?:[\s▄█▀▐▌]*)model\s{3}(\S+)\s*$"), _logo_model),
     Extractor(
         "command_line",

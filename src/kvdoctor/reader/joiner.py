@@ -65,6 +65,12 @@ _YAML_FLAG = re.compile(r"^\s*- --[a-z][\w-]*")
 _YAML_ITEM = re.compile(r"^\s*- [^\s#]")
 
 
+# a compose/Kubernetes folded or literal block of flags ("command: >" then "  --model m" on lines of
+# their own): the flag lines are joined to the key, so they read as one command
+_FOLDED_OPEN = re.compile(r"^\s*(?:command|args|entrypoint)\s*:\s*[>|][-+]?(?:\s|$)")
+_FOLDED_ITEM = re.compile(r"^\s+--[a-z][\w-]*")
+
+
 def _open_list(previous: Line) -> bool:
     """The line opens a Python list of strings that it does not close (`['serve',`)."""
     text = previous.text.lstrip()
@@ -114,6 +120,8 @@ def _continues(previous: Line, line: Line, joined: int) -> bool:
     ):
         return joined < MAX_COMMAND_JOIN  # a list pretty-printed one item per line (an argv)
     if _YAML_FLAG.match(previous.text) and _YAML_ITEM.match(line.text) and line.origin.proc == previous.origin.proc:
+        return joined < MAX_COMMAND_JOIN
+    if _FOLDED_OPEN.match(previous.text) and _FOLDED_ITEM.match(line.raw) and line.origin.proc == previous.origin.proc:
         return joined < MAX_COMMAND_JOIN
     if joined >= MAX_JOIN or not line.text.strip():
         return False

@@ -130,7 +130,8 @@ _FLAG = re.compile(r"--[a-z][\w-]*")
 _ARGV_LIST = re.compile(r"^\s*\[\s*'[^']*',")
 _LIST_ITEM = re.compile(r"'([^']*)'")
 # the same in JSON (a manifest's `"args": ["--model", "m", "--gpu-memory-utilization", "0.95"]`)
-_JSON_ARGV = re.compile(r'^\s*(?:"(?:args|command)"\s*:\s*)?\[\s*"[^"]*",')
+# (or YAML's flow sequence, `args: ["--model", "m", …]`, the key unquoted)
+_JSON_ARGV = re.compile(r'^\s*(?:-\s*)?(?:"?(?:args|command)"?\s*:\s*)?\[\s*"[^"]*",')
 _JSON_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
