@@ -12,6 +12,22 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # variants of round 37's readings: 0.10's DEBUG "Requested memory: 0.90 (util), 71.30 GiB"
+    # gives the total the budget needs (no rule spoke without it); a V0 batch set above the length
+    # is the user's, and the batch is the lever; 0.21's graph estimate larger than the shortfall is
+    # eager mode's to win back; requests served, then an OOM whose traceback the excerpt cut
+    "v1_debug_requested_memory_implies_total.log": (
+        "no_cache_blocks",
+        "no-cache-blocks-profile-overhead",
+        "reduce_max_num_batched_tokens",
+    ),
+    "v0_batch_set_above_length.log": (
+        "no_cache_blocks",
+        "no-cache-blocks-profile-overhead",
+        "reduce_max_num_batched_tokens",
+    ),
+    "v021_graph_estimate_covers_shortfall.log": ("no_cache_blocks", "no-cache-blocks-unmeasured", "enforce_eager"),
+    "served_then_oom_traceback_cut.log": ("healthy", "healthy-served", None),
     # variants of round 37's readings (free-memory checks, a V0 no-KV raise, a pasted per-GPU
     # query): 0.32's "engine's budget after excluding external process's weights" counts the weights
     # held for this engine as its own; the check's ValueError cut mid-figure is still the check

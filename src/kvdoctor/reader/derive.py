@@ -172,7 +172,8 @@ def _batch_follows_length(out: Facts) -> None:
     chunked = _v(out, "enable_chunked_prefill")
     if _v(out, "engine") != "v0" or chunked is True:
         return
-    if isinstance(length, int) and 16384 <= length <= 32768 and (batch is None or batch >= length):
+    # (a batch set above the length is the user's: it, not the length, is the profile's size)
+    if isinstance(length, int) and 16384 <= length <= 32768 and (batch is None or batch == length):
         _put(out, "batch_follows_length", True)
     longest = length if isinstance(length, int) else _v(out, "max_model_len_estimate")
     model = str(_v(out, "model") or "")
@@ -289,7 +290,12 @@ def _era_flags(out: Facts) -> None:
 
 
 def _gpu_total(out: Facts) -> None:
-    """A named card's total memory from the catalog when the log prints no total (an estimate)."""
+    """A named card's total memory from the catalog when the log prints no total (an estimate);
+    first, the total the start-up's own request implies (0.10.1+ DEBUG "Requested memory: 0.90
+    (util), 71.30 GiB": the fraction of the total, both printed)."""
+    requested, util = _v(out, "requested_gib"), _v(out, "gpu_memory_utilization")
+    if "total_gpu_gib" not in out and requested and util and not _v(out, "utilization_default"):
+        _put(out, "total_gpu_gib", round(requested / util, 2), source="derived")
     name = _v(out, "gpu_name")
     if name is None or "total_gpu_gib" in out:
         return
