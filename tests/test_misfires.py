@@ -411,3 +411,11 @@ def test_a_compose_folded_command_and_collect_envs_version_are_read() -> None:
 
 def test_a_tickets_gpu_colon_line_names_the_card() -> None:
     assert diagnose(HERE / "slack_gpu_colon_name.log").facts["total_gpu_gib"] == 79.15
+
+
+def test_a_healthy_start_up_is_high_only_on_the_servers_own_word_with_nothing_before_it() -> None:
+    # "Application startup complete" from the server, the KV cache sized, nothing failed: high
+    assert diagnose(HERE / "healthy_served_not_enough_sms.log").diagnoses[0].confidence == "high"
+    # a relaunch after a failed start-up: the failure may be what the reader came with
+    relaunch = diagnose(HERE / "healthy_relaunch_after_max_len.log")
+    assert (relaunch.verdict, relaunch.diagnoses[0].confidence) == ("healthy", "medium")

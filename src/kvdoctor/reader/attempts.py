@@ -960,6 +960,15 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt, recovered: set[int]) -> No
         _oom_while_serving(sink, attempt, fatal, skipped)
         started = started or "oom_while_serving" in sink.facts
     sink.put("started", started, None, rank=1, source="derived", derived=True)
+    # the server's own line that it serves or served (not a ticket's prose quoting one)
+    said = next((e for e in attempt.events if e.kind == "serving" and _logged(e)), None)
+    if started and said is not None:
+        sink.put("server_said_serving", True, said, rank=1, source="derived", derived=True)
+        # a native crash after it (a C++ assertion, a segfault): the running server's, not the
+        # start-up's, but the log does not end well
+        crash = next((e for e in attempt.events if e.kind == "native_abort" and e.line > said.line), None)
+        if crash is not None:
+            sink.put("crash_after_start", crash.text[:160], crash, rank=1, source="derived", derived=True)
     if not started and not fatal:
         _stall_facts(sink, attempt)
     if fatal and not started:
@@ -1035,6 +1044,13 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt, recovered: set[int]) -> No
             sink.put("profiling_measure", event.fields.get("measure"), event, rank=3)
             sink.put("profiling_initial_gib", event.fields.get("initial_gib"), event, rank=3)
             sink.put("profiling_current_gib", event.fields.get("current_gib"), event, rank=3)
+
+
+def _logged(event: Event) -> bool:
+    """A line a program printed (a log header, a process or container prefix, or vLLM's own
+    access-log and stats lines), not prose or a comment quoting one."""
+    origin = event.origin
+    return event.text == SERVED or origin.level is not None or origin.proc is not None or origin.container is not None
 
 
 def _oom_while_serving(sink: _FactSink, attempt: Attempt, fatal: list[Event], skipped: set[int]) -> None:

@@ -890,6 +890,18 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # the 0.15+ ASCII logo: "▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.20.0"
     Extractor("version", ("version",), _F(r"^(?:[\s▄█▀▐▌]*)version\s+(\d+\.\d+[\w.+-]*)\s*$"), _version),
     Extractor("version", ("Launching vLLM",), _F(r"Launching vLLM \(v([\w.+-]+)\)"), _version),
+    # a native crash: a C++ assertion ("Allocation.cpp:47: … Assertion `…' failed."), a segfault
+    Extractor(
+        "native_abort",
+        # (glibc's assert prints "file:line: function: Assertion `expr' failed.", the line often cut
+        # after the C++ signature)
+        ("' failed", ".cpp:", "Segmentation fault", "core dumped", "Fatal Python error"),
+        _F(
+            r"\.(?:cpp|cc|cu|h|hpp):\d+: .*Assertion [`'].*' failed|(?:^|\s)/\S+\.(?:cpp|cc|cu):\d+: \S.*\w::\w+\("
+            r"|Segmentation fault|\(core dumped\)|Fatal Python error"
+        ),
+        lambda m: {},
+    ),
     # the release stated beside the log, not printed by the server: collect_env's "vLLM Version",
     # a pinned "vllm==0.11.0", the image tag "vllm/vllm-openai:v0.10.2" (below the server's own)
     Extractor(

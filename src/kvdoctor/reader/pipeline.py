@@ -156,7 +156,25 @@ def _still_running(attempt: AttemptResult) -> bool:
 def _with_earlier_instances(attempts: tuple[AttemptResult, ...]) -> tuple[AttemptResult, ...]:
     out = []
     running: AttemptResult | None = None
+    failed: AttemptResult | None = None
     for attempt in attempts:
+        if failed is not None:
+            # (a relaunch after a failed start-up: the failure may be what the reader came with)
+            fact = Fact(
+                "earlier_attempt_failed",
+                True,
+                failed.start_line,
+                f"an earlier start-up in this log (lines {failed.start_line}-{failed.end_line}) failed",
+                True,
+                "derived",
+            )
+            attempt = replace(attempt, facts={**attempt.facts, "earlier_attempt_failed": fact})
+        if (
+            any(e.kind in START_KINDS for e in attempt.events)
+            and attempt.facts.get("failed")
+            and attempt.facts["failed"].value
+        ):
+            failed = attempt
         if running is not None:
             fact = Fact(
                 "earlier_instance_running",
