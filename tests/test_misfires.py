@@ -419,3 +419,9 @@ def test_a_healthy_start_up_is_high_only_on_the_servers_own_word_with_nothing_be
     # a relaunch after a failed start-up: the failure may be what the reader came with
     relaunch = diagnose(HERE / "healthy_relaunch_after_max_len.log")
     assert (relaunch.verdict, relaunch.diagnoses[0].confidence) == ("healthy", "medium")
+
+
+def test_a_4bit_checkpoint_is_not_told_to_serve_a_4bit_checkpoint() -> None:
+    top = diagnose(HERE / "awq_model_too_large_no_awq_suggestion.log").diagnoses[0]
+    assert top.rule == "no-cache-blocks-model-too-large"
+    assert "use_quantized_checkpoint" not in [r.action for r in top.remedies]

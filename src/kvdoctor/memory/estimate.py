@@ -7,6 +7,7 @@ environment). Logged figures always win; estimates fill the gaps.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
 from kvdoctor.memory.budget import (
@@ -205,6 +206,13 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         hybrid = _str(facts, "engine") == "v1"
         out["one_request_kv_gib_estimate"] = round(_request_bytes(layout, length, hybrid=hybrid) / GIB, 2)
     weights = ctx.weights()
+    model_name = _str(facts, "model") or ""
+    if (
+        ctx.quant
+        and linear_bytes_per_param(ctx.quant, 2) <= linear_bytes_per_param("awq", 2) + 0.1
+        and not re.search(r"(?i)int8|8bit|w8a", model_name)
+    ):
+        out["weights_already_4bit"] = True  # (no 4-bit checkpoint to suggest: it is one)
     if ctx.entry is not None:
         out["weights_gib_estimate"] = round(_estimate_only(ctx), 2)
         out["weights_estimate_basis"] = "kvdoctor's model catalog"
@@ -221,7 +229,7 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         out["min_utilization_for_model"] = _fraction_of(base + request, ctx.total)
         # (and at a short context: where only the length asked for overflows the card, the model
         # itself fits, and a shorter --max-model-len is the way, not a smaller model)
-        short = min(ctx.max_model_len or _SHORT_CONTEXT, _SHORT_CONTEXT)
+        short = min(ctx.max_model_len or 2048, _SHORT_CONTEXT)
         short_request = _one_request_gib(ctx, layout, per_token, short, hybrid=hybrid)
         out["min_utilization_for_weights"] = _fraction_of(base + short_request, ctx.total)
         _length_at_safe_fraction(ctx, out, facts, weights + overheads, layout)
@@ -338,9 +346,12 @@ def _alternatives(ctx: _Ctx, out: dict[str, object], budget: float) -> None:
         if budget - weights - ctx.overheads(tp) > per_rank_need:
             out["tp_size_that_fits"] = tp
             break
+    # (not a precision the checkpoint already has, or one above it: an AWQ model is not told to
+    # serve an AWQ checkpoint of the same size)
+    here = linear_bytes_per_param(ctx.quant, 2)
     for key, quant in (("weights_gib_int4", "awq"), ("weights_gib_fp8", "fp8")):
         value = ctx.weights(quant=quant)
-        if value is not None:
+        if value is not None and linear_bytes_per_param(quant, 2) < here:
             out[key] = round(value, 2)
 
 

@@ -198,6 +198,7 @@ KNOWN_FACTS = frozenset(
         "smallest_card_name",
         "tp_size_that_fits",
         "weights_gib_int4",
+        "weights_already_4bit",
         "weights_gib_fp8",
         "kv_cache_tokens_fp8",
         "needed_kv_gib_fp8",
