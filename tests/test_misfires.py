@@ -425,3 +425,9 @@ def test_a_4bit_checkpoint_is_not_told_to_serve_a_4bit_checkpoint() -> None:
     top = diagnose(HERE / "awq_model_too_large_no_awq_suggestion.log").diagnoses[0]
     assert top.rule == "no-cache-blocks-model-too-large"
     assert "use_quantized_checkpoint" not in [r.action for r in top.remedies]
+
+
+def test_a_v0_length_cut_below_32k_keeps_chunked_prefill_on() -> None:
+    top = diagnose(HERE / "v0_len_below_32k_keeps_chunked_prefill.log").diagnoses[0]
+    assert (top.remedies[0].action, top.remedies[0].value) == ("lower_max_model_len", 31488)
+    assert "--enable-chunked-prefill" in top.remedies[0].text

@@ -502,7 +502,7 @@ def _setting(m: re.Match[str]) -> Fields:
 
 
 def _chunked(m: re.Match[str]) -> Fields:
-    return {"max_num_batched_tokens": to_int(m.group(1))}
+    return {"max_num_batched_tokens": to_int(m.group(1)), "enable_chunked_prefill": True}
 
 
 def _environment_error(m: re.Match[str]) -> Fields:
