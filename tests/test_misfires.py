@@ -431,3 +431,13 @@ def test_a_v0_length_cut_below_32k_keeps_chunked_prefill_on() -> None:
     top = diagnose(HERE / "v0_len_below_32k_keeps_chunked_prefill.log").diagnoses[0]
     assert (top.remedies[0].action, top.remedies[0].value) == ("lower_max_model_len", 31488)
     assert "--enable-chunked-prefill" in top.remedies[0].text
+
+
+def test_an_indented_nvidia_smi_table_is_read() -> None:
+    # a markdown code block indents the table: its borders are not a container's prefix
+    top = diagnose(HERE / "indented_nvidia_smi_table_cotenant.log").diagnoses[0]
+    assert (top.rule, top.remedies[0].action, top.remedies[0].value) == (
+        "no-cache-blocks-other-process",
+        "free_gpu_memory",
+        7.06,
+    )

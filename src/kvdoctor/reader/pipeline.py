@@ -106,7 +106,10 @@ class StampOrder:
 def iter_events(lines: Iterable[Line], smi: Any = None, order: StampOrder | None = None) -> Iterator[Event]:
     for line in join_lines(lines):
         if smi is not None:
-            smi.feed(line.number, line.text)
+            # (an indented table's borders read as a peeled "… | " prefix: the table is the raw line)
+            raw = line.raw.lstrip()
+            table = raw[:1] in ("|", "+") and line.origin.container is None and not line.text.startswith(("|", "+"))
+            smi.feed(line.number, raw if table else line.text)
         if order is not None:
             order.feed(line)
         yield from extract(line)
