@@ -252,6 +252,22 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         fp8 = _fp8_tokens(ctx, kv_gib, per_token, found)
         if fp8 is not None:
             out["kv_cache_tokens_fp8"] = fp8
+    longest_fit, whole, weights_only = (
+        out.get("max_model_len_that_fits"),
+        out.get("min_utilization_for_model"),
+        out.get("min_utilization_for_weights"),
+    )
+    if (
+        isinstance(longest_fit, int)
+        and isinstance(whole, float)
+        and isinstance(weights_only, float)
+        and ctx.max_model_len
+        and ctx.max_model_len > longest_fit
+        and whole >= 1 > weights_only
+    ):
+        # the model fits the card, one request at the length asked for does not: freed memory or
+        # any fraction leaves the length to shorten as well
+        out["length_overflows_card"] = True
     return out
 
 

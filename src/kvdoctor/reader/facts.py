@@ -172,6 +172,7 @@ KNOWN_FACTS = frozenset(
         "others_charged_possible",
         "min_utilization_for_model",
         "min_utilization_for_weights",
+        "length_overflows_card",
         "max_model_len_at_safe_utilization",
         "min_total_gib_to_fit_by_raising",
         "default_seqs_1024_possible",

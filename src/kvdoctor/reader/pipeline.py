@@ -50,16 +50,19 @@ class _LazySmi:
     def __init__(self) -> None:
         self._reader: Any = None
 
-    def feed(self, number: int, text: str) -> None:
+    def feed(self, line: Line) -> None:
         if self._reader is None:
-            if not any(h in text for h in self.HINTS):
+            if not any(h in line.text for h in self.HINTS):
                 return
             try:
                 from kvdoctor.probe.smi import SmiReader
             except ImportError:
                 return
             self._reader = SmiReader()
-        self._reader.feed(number, text)
+        # (an indented table's borders read as a peeled "… | " prefix: the table is the raw line)
+        raw = line.raw.lstrip()
+        table = raw[:1] in ("|", "+") and line.origin.container is None and not line.text.startswith(("|", "+"))
+        self._reader.feed(line.number, raw if table else line.text)
 
     def result(self) -> Any:
         return None if self._reader is None else self._reader.result()
@@ -106,10 +109,7 @@ class StampOrder:
 def iter_events(lines: Iterable[Line], smi: Any = None, order: StampOrder | None = None) -> Iterator[Event]:
     for line in join_lines(lines):
         if smi is not None:
-            # (an indented table's borders read as a peeled "… | " prefix: the table is the raw line)
-            raw = line.raw.lstrip()
-            table = raw[:1] in ("|", "+") and line.origin.container is None and not line.text.startswith(("|", "+"))
-            smi.feed(line.number, raw if table else line.text)
+            smi.feed(line)
         if order is not None:
             order.feed(line)
         yield from extract(line)
