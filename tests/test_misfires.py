@@ -12,6 +12,22 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # round 39's variants: the engine dumped its batch, then the worker's OOM arrived wrapped
+    # ("Worker failed with error 'CUDA out of memory …'") after hours of serving: a healthy start-up;
+    # V1's KV check cut at a terminal's width before its available figure is still the length;
+    # 0.9.2 (checks free memory first) with jq's argv and a node label: the model at 0.85, not a
+    # tenant, leads
+    "healthy_then_dumped_batch_oom_tp2.log": ("healthy", "healthy", None),
+    "v1_maxlen_error_cut_before_available.log": (
+        "max_model_len_too_large",
+        "max-model-len-too-large",
+        "lower_max_model_len",
+    ),
+    "v092_jq_argv_node_label_no_cache_blocks.txt": (
+        "no_cache_blocks",
+        "no-cache-blocks-unmeasured",
+        "raise_gpu_memory_utilization",
+    ),
     # variants of round 37's readings: 0.10's DEBUG "Requested memory: 0.90 (util), 71.30 GiB"
     # gives the total the budget needs (no rule spoke without it); a V0 batch set above the length
     # is the user's, and the batch is the lever; 0.21's graph estimate larger than the shortfall is
@@ -441,3 +457,20 @@ def test_an_indented_nvidia_smi_table_is_read() -> None:
         "free_gpu_memory",
         7.06,
     )
+
+
+def test_jq_argv_and_a_node_labels_value_are_read() -> None:
+    # `kubectl … -o jsonpath='{…args}' | jq .` prints the argv one item per line; the node
+    # label's value stands alone on its line
+    facts = diagnose(HERE / "v092_jq_argv_node_label_no_cache_blocks.txt").facts
+    assert (facts["model"], facts["tensor_parallel_size"], facts["gpu_memory_utilization"]) == (
+        "mistralai/Mixtral-8x22B-Instruct-v0.1",
+        4,
+        0.85,
+    )
+    assert facts["gpu_name"] == "A100-SXM4-80GB"
+    top = diagnose(HERE / "v092_jq_argv_node_label_no_cache_blocks.txt").diagnoses[0]
+    # (a tenant comes after the arithmetic, and only as one that started during profiling)
+    actions = [r.action for r in top.remedies]
+    assert actions.index("raise_gpu_memory_utilization") < actions.index("free_gpu_memory")
+    assert "while vLLM profiled" in top.explanation

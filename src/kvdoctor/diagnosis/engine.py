@@ -55,6 +55,14 @@ _ZH_VALUES: tuple[tuple[str, str], ...] = (  # patterns compiled on first use (z
         "vLLM 的默认值：日志列出的非默认参数中没有它",
     ),
     (r"^kvdoctor's model catalog$", "kvdoctor 内置的模型目录"),
+    (
+        r"^this release checks free memory at start-up and charges no memory another process held before it$",
+        "这个版本在启动时检查空闲显存，不把启动前其他进程占用的显存计入本实例",
+    ),
+    (
+        r"^this release charges no memory another process held before start-up to the fraction$",
+        "这个版本不把启动前其他进程占用的显存计入比例",
+    ),
     (r"^(\S+)B parameters in the model's name$", r"模型名中的 \1B 参数量"),
     (r"^the catalog's (.+)$", r"kvdoctor 内置目录中的 \1"),
 )

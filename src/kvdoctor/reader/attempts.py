@@ -956,9 +956,10 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt, recovered: set[int]) -> No
         if (e.kind in FATAL_KINDS or e.kind == "frame") and not _benign(e) and id(e) not in skipped
     ]
     started = _started(sink, attempt, fatal)
-    if "failed_while_serving" not in sink.facts:
+    if "failed_while_serving" not in sink.facts or started:
         # (also where no frame shows the engine stepping: an excerpt that keeps the server's word,
-        # the requests served and the OOM line, its traceback cut)
+        # the requests served and the OOM line, its traceback cut; and where the engine's step
+        # dumped its batch first: the OOM it then raised is the running batch's, not a phase's)
         _oom_while_serving(sink, attempt, fatal, skipped)
         started = started or "oom_while_serving" in sink.facts
     sink.put("started", started, None, rank=1, source="derived", derived=True)

@@ -285,6 +285,17 @@ def _era_flags(out: Facts) -> None:
     engine = _v(out, "engine")
     charged = any(_overlaps(span, lo, hi) and (need is None or engine in (None, need)) for lo, hi, need in _CHARGED)
     _put(out, "others_charged_possible", charged)
+    if not charged and (_v(out, "vllm_version") is not None or _v(out, "vllm_version_min") is not None):
+        # the release is known well enough to rule the charge out: memory another process held
+        # before this start-up is not this instance's budget (V1 0.9.1+ refuses to start then)
+        checked = engine == "v1" and span[0] >= (0, 9, 1)
+        _put(
+            out,
+            "others_not_charged_note",
+            "this release checks free memory at start-up and charges no memory another process held before it"
+            if checked
+            else "this release charges no memory another process held before start-up to the fraction",
+        )
     if engine == "v1" and "max_num_seqs" not in out and _overlaps(span, *_SEQS_1024):
         _put(out, "default_seqs_1024_possible", True)
 

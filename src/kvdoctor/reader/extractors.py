@@ -315,11 +315,15 @@ _GPU_NAME = (
     # a ticket's "GPU: NVIDIA A100-SXM4-80GB", a node label "nvidia.com/gpu.product: NVIDIA-H200"
     + r"|\b(?:GPUs?(?: (?:type|model|name))?|gpu\.product|[Aa]ccelerator)\s*[:=]\s*[\"']?"
     + _GPU_MODEL
+    # the label's value alone, as `kubectl get node -o jsonpath=…gpu\.product…` prints it
+    + r"|^\s*(?=NVIDIA-)"
+    + _GPU_MODEL
+    + r"\s*$"
 )
 
 
 def _gpu_name(m: re.Match[str]) -> Fields | None:
-    name = m.group(1) or m.group(3) or m.group(4)
+    name = m.group(1) or m.group(3) or m.group(4) or m.group(5)
     # (a MIG slice named beside the card, "MIG 3g.47gb": the card's total is not what vLLM saw)
     if not name or re.search(r"(?i)\bMIG\b|\b\d+g\.\d+gb\b", m.string):
         return None
@@ -405,8 +409,9 @@ def _max_len_v1(m: re.Match[str]) -> Fields:
     fields: Fields = {
         "max_model_len": to_int(m.group(1)),
         "needed_kv_gib": _g(m, 2),
-        "kv_cache_gib": _g(m, 3),
     }
+    if m.group(3):
+        fields["kv_cache_gib"] = _g(m, 3)
     est = re.search(r"estimated maximum model length is (\d+(?:,\d{3})*)", m.string)
     if est:
         fields["estimated_max_model_len"] = to_int(est.group(1))
@@ -1253,7 +1258,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ("max seq len",),
         _F(
             r"To serve at least one request with the models?'s max seq len \((\d+(?:,\d{3})*)\),?\s*\(?(\d+(?:\.\d+)?) ?Gi?B KV "  # noqa: E501
-            r"cache is needed, which is larger than the available KV cache memory \((-?\d+(?:\.\d+)?) ?Gi?B\)"
+            # (the line cut before its available figure, at a terminal's width: the need alone)
+            r"cache is needed(?:, which is larger than the available KV cache memory \((-?\d+(?:\.\d+)?) ?Gi?B\))?"
         ),
         _max_len_v1,
     ),

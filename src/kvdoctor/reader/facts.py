@@ -170,6 +170,7 @@ KNOWN_FACTS = frozenset(
         "gpu_name",
         "gpu_count",
         "others_charged_possible",
+        "others_not_charged_note",
         "min_utilization_for_model",
         "min_utilization_for_weights",
         "length_overflows_card",

@@ -72,9 +72,16 @@ _FOLDED_ITEM = re.compile(r"^\s+--[a-z][\w-]*")
 
 
 def _open_list(previous: Line) -> bool:
-    """The line opens a Python list of strings that it does not close (`['serve',`)."""
+    """The line opens a Python list of strings that it does not close (`['serve',`), or a JSON
+    array on a line of its own (jq's `[`, a manifest's `"args": [`) whose items follow."""
     text = previous.text.lstrip()
-    return text[:2] in ("['", '["') and text.count("[") > text.count("]")
+    if _ARRAY_OPEN.match(text):
+        return True
+    return bool(_LIST_OPEN.match(text)) and text.count("[") > text.count("]")
+
+
+_LIST_OPEN = re.compile(r"""^\[\s*['"]""")
+_ARRAY_OPEN = re.compile(r'^(?:"?(?:args|command)"?\s*:\s*)?\[$')
 
 
 def _finished(previous: Line, line: Line) -> bool:
