@@ -18,6 +18,29 @@ CASES = {
     # 0.9.2 (checks free memory first) with jq's argv and a node label: the model at 0.85, not a
     # tenant, leads
     "healthy_then_dumped_batch_oom_tp2.log": ("healthy", "healthy", None),
+    # cuBLAS's "CUBLAS_STATUS_ALLOC_FAILED" and Gaudi's "MODULE:PT_DEVMEM Allocation failed" are
+    # out-of-memory errors under other names; a NCCL "unhandled cuda error" inside the capture at
+    # 0.97 (graphs outside the fraction) is most often one too
+    "v063_cublas_error_in_capture_util099.log": (
+        "cuda_oom",
+        "cuda-oom-graph-capture",
+        "lower_gpu_memory_utilization",
+    ),
+    "hpu_pt_devmem_allocation_failed_weights.log": (
+        "cuda_oom",
+        "cuda-oom-weight-loading",
+        "increase_tensor_parallel_size",
+    ),
+    # an exception named without the "Error" suffix (Triton's OutOfResources, a bare Exception) is
+    # the root cause; argparse refusing a relaunch's flags after a failed start-up is that relaunch
+    "triton_out_of_resources_shared_memory.log": ("other", "other-non-memory-failure", "fix_environment"),
+    "tokenizers_untagged_enum_bare_exception.md": ("other", "other-non-memory-failure", "fix_environment"),
+    "no_cache_blocks_then_misspelt_flag_relaunch.log": ("other", "other-non-memory-failure", "fix_config"),
+    "v011_nccl_error_in_capture_util097.log": (
+        "cuda_oom",
+        "cuda-oom-capture-squeezed",
+        "lower_gpu_memory_utilization",
+    ),
     "v1_maxlen_error_cut_before_available.log": (
         "max_model_len_too_large",
         "max-model-len-too-large",

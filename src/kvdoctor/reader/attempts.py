@@ -204,6 +204,13 @@ def _split(events: Iterable[Event]) -> Iterator[Attempt]:
             and pid not in failed[proc]
             and not any(e.origin.proc == proc and e.origin.pid == pid for e in current.events)
         )
+        # (vLLM's command line refused after a start-up had already failed: argparse runs before
+        # any engine, so this is a relaunch with other flags, its banner never printed)
+        relaunch = relaunch or (
+            event.kind == "exception"
+            and event.fields.get("type") == "UsageError"
+            and any(e.kind in FATAL_KINDS and e.fields.get("type") != "UsageError" for e in current.events[since:])
+        )
         if relaunch:
             yield current
             current, since, failed = Attempt(current.index + 1), 0, {}

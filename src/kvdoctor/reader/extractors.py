@@ -1325,6 +1325,22 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"(?:NCCL WARN |Last error:\s*|^\W*)Cuda failure 'out of memory'"),
         lambda m: {"device": "CUDA"},
     ),
+    # cuBLAS could not allocate its workspace or handle ("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when
+    # calling `cublasCreate(handle)`"): the device's memory was spent, an OOM under another name
+    Extractor(
+        "cuda_oom",
+        ("CUBLAS_STATUS_ALLOC_FAILED",),
+        _F(r"CUBLAS_STATUS_ALLOC_FAILED"),
+        lambda m: {"device": "CUDA", "cublas_alloc": True},
+    ),
+    # Intel Gaudi's device allocator ("[Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for
+    # size::484442112 (462)MB"): the HPU's memory ran out
+    Extractor(
+        "cuda_oom",
+        ("PT_DEVMEM",),
+        _F(r"MODULE:PT_DEVMEM\s+Allocation failed for size::?\s*(\d+)"),
+        lambda m: {"device": "HPU", "tried_gib": round(int(m.group(1)) / 2**30, 3)},
+    ),
     # vllm-omni runs each stage of a pipeline as its own engine: a frame or a log source in its
     # package says the memory another "process" holds may be a sibling stage
     Extractor(
@@ -1916,9 +1932,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
     ),
     Extractor(
         "exception",
-        ("Error", "Exception", "Interrupt"),
+        ("Error", "Exception", "Interrupt", ".errors."),
         # a leading backtick, quote or ">" is left by markdown pastes
-        _F(r"^[\s`'\">]*(?:\w+ )?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)):\s*(.*)$"),
+        # (also a bare `Exception: …`, and a class a library's errors module names without the
+        # suffix: "triton.runtime.errors.OutOfResources: out of resource: shared memory")
+        _F(
+            r"^[\s`'\">]*(?:\w+ )?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)|Exception"
+            r"|(?:[a-z_]\w*\.)+errors\.[A-Z]\w*):\s*(.*)$"
+        ),
         _exception,
     ),
     # a traceback's last line naming the exception without a message (`raise NotImplementedError`)
