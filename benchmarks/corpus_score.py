@@ -35,7 +35,7 @@ REMEDY = {
     "raise_utilization": {"raise_gpu_memory_utilization", "raise_cpu_kv_cache_space"},
     "free_gpu_kill_other_process": {"free_gpu_memory"},
     "tensor_parallel_or_quantize": {"increase_tensor_parallel_size", "use_quantized_checkpoint"},
-    "lower_utilization": {"lower_gpu_memory_utilization"},
+    "lower_utilization": {"lower_gpu_memory_utilization", "lower_cpu_kv_cache_space"},
     "enforce_eager": {"enforce_eager"},
     "fix_environment": {"fix_environment"},
     "fix_config": {"fix_config"},

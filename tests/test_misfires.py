@@ -497,3 +497,28 @@ def test_jq_argv_and_a_node_labels_value_are_read() -> None:
     actions = [r.action for r in top.remedies]
     assert actions.index("raise_gpu_memory_utilization") < actions.index("free_gpu_memory")
     assert "while vLLM profiled" in top.explanation
+
+
+def test_a_mig_slice_is_the_total_and_no_remedy_shards_it() -> None:
+    # `nvidia-smi -L` lists "MIG 1g.10gb Device 0": one process sees one slice
+    top = diagnose(HERE / "mig_1g10gb_weights_oom_no_tp.log").diagnoses[0]
+    assert [r.action for r in top.remedies][0] == "use_quantized_checkpoint"
+    assert "increase_tensor_parallel_size" not in [r.action for r in top.remedies]
+    report = diagnose(HERE / "mig_3g40gb_no_cache_blocks_slice_total.log")
+    assert report.facts["total_gpu_gib"] == 39.25
+    # (0.40 of the 80 GB card's total leaves the request short on the 39 GiB slice)
+    assert report.diagnoses[0].remedies[0].value >= 0.42
+
+
+def test_a_release_that_charges_co_tenants_may_raise_the_fraction_for_both() -> None:
+    # 0.6.4.post1 counts the desktop's 3 GiB inside the fraction: raising it is no OOM risk there,
+    # so kvdoctor offers it (after freeing) and does not forbid it
+    top = diagnose(HERE / "v0641_desktop_charged_raise_is_safe.log").diagnoses[0]
+    assert [r.action for r in top.remedies][:2] == ["free_gpu_memory", "raise_gpu_memory_utilization"]
+    assert "raise_gpu_memory_utilization" not in [a.action for a in top.avoid]
+
+
+def test_the_cpu_backends_kv_space_is_its_own_action_in_gib() -> None:
+    # a JSON client must not read VLLM_CPU_KVCACHE_SPACE=11 as --gpu-memory-utilization 11
+    top = diagnose(HERE / "cpu_node_kv_space_action.log").diagnoses[0]
+    assert (top.remedies[0].action, top.remedies[0].value) == ("lower_cpu_kv_cache_space", 11)

@@ -461,7 +461,7 @@ def test_the_cpu_backend_node_check_sizes_the_kv_space_from_what_is_free() -> No
     report = diagnose(line)
     top = report.diagnoses[0]
     assert report.verdict == "insufficient_free_memory_at_startup"
-    assert (top.remedies[0].action, top.remedies[0].value) == ("lower_gpu_memory_utilization", 119)
+    assert (top.remedies[0].action, top.remedies[0].value) == ("lower_cpu_kv_cache_space", 119)
     assert "VLLM_CPU_KVCACHE_SPACE=119" in top.remedies[0].text
 
 

@@ -172,6 +172,20 @@ def confidence(rule: Rule, facts: Facts) -> str:
     return level
 
 
+def _already_there(action: str, value: Any, facts: Facts) -> bool:
+    """A tensor-parallel size that is not above the one the log runs at, or any on a MIG slice (a
+    process sees one slice): no change to suggest (a remedy value must change something, and by
+    the arithmetic fit)."""
+    if action != "increase_tensor_parallel_size":
+        return False
+    if facts.get("mig_profile") is not None:
+        return True
+    if not isinstance(value, (int, float)):
+        return False
+    current = facts.get("tensor_parallel_size")
+    return current is not None and isinstance(current.value, (int, float)) and value <= current.value
+
+
 def diagnose_rule(rule: Rule, facts: Facts, lang: str) -> Diagnosis:
     lookup = _lookup(facts)
     remedies = []
@@ -179,6 +193,8 @@ def diagnose_rule(rule: Rule, facts: Facts, lang: str) -> Diagnosis:
         if remedy.when is not None and conditions.evaluate(remedy.when, lookup, rule.defines) is not True:
             continue
         value = _value(remedy.value, facts, rule.defines)
+        if _already_there(remedy.action, value, facts):
+            continue
         text = render_template(pick(remedy.text, lang), facts, {"value": value}, lang)
         remedies.append(Remedy(remedy.action, text, value))
     avoid = []

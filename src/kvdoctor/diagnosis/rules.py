@@ -57,6 +57,7 @@ ACTIONS = (
     "kv_cache_dtype_fp8",
     "set_kv_cache_memory_bytes",
     "raise_cpu_kv_cache_space",
+    "lower_cpu_kv_cache_space",
     "fix_environment",
     "fix_config",
     "upgrade_vllm",

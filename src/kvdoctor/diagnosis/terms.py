@@ -55,6 +55,7 @@ _ZH: dict[str, dict[str, str]] = {
         "kv_cache_dtype_fp8": "KV 缓存改用 fp8",
         "set_kv_cache_memory_bytes": "设置 kv_cache_memory_bytes",
         "raise_cpu_kv_cache_space": "调大 VLLM_CPU_KVCACHE_SPACE",
+        "lower_cpu_kv_cache_space": "调小 VLLM_CPU_KVCACHE_SPACE",
         "fix_environment": "修复环境",
         "fix_config": "修复配置",
         "upgrade_vllm": "升级 vLLM",

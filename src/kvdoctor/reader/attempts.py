@@ -65,6 +65,7 @@ _DUMP_KEYS = {
     "quantization": "quantization",
     "enforce_eager": "enforce_eager",
     "omni_pipeline": "omni_pipeline",
+    "mig_profile": "mig_profile",
     "graph_profiling_enabled": "graph_profiling_enabled",
     "kv_cache_dtype": "kv_cache_dtype",
     "gpu_memory_utilization": "gpu_memory_utilization",

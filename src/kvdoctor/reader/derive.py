@@ -307,6 +307,18 @@ def _gpu_total(out: Facts) -> None:
     requested, util = _v(out, "requested_gib"), _v(out, "gpu_memory_utilization")
     if "total_gpu_gib" not in out and requested and util and not _v(out, "utilization_default"):
         _put(out, "total_gpu_gib", round(requested / util, 2), source="derived")
+    mig = _v(out, "mig_profile")
+    if mig is not None and "total_gpu_gib" not in out:
+        # a MIG slice's memory: its profile's GB less the driver's share (1g.10gb shows 9.50 GiB,
+        # 3g.40gb 39.25, 7g.80gb 79.0)
+        size = int(str(mig).split(".")[1].removesuffix("gb"))
+        _put(
+            out,
+            "total_gpu_gib",
+            round(size - (0.5 if size <= 24 else 0.75 if size <= 48 else 1.0), 2),
+            source="estimate",
+        )
+        _put(out, "total_gpu_gib_basis", f"the MIG slice {mig}", source="estimate")
     name = _v(out, "gpu_name")
     if name is None or "total_gpu_gib" in out:
         return

@@ -1341,6 +1341,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"MODULE:PT_DEVMEM\s+Allocation failed for size::?\s*(\d+)"),
         lambda m: {"device": "HPU", "tried_gib": round(int(m.group(1)) / 2**30, 3)},
     ),
+    # a MIG slice the process sees (`nvidia-smi -L`: "  MIG 3g.40gb     Device  0: (UUID: MIG-…)"):
+    # its memory is the slice's, and one process sees one slice (no tensor parallelism across them)
+    Extractor(
+        "config_value",
+        ("MIG ",),
+        _F(r"^\s*MIG (\d+g\.\d+gb)\s+Device\s+\d+:"),
+        lambda m: {"flags": {"mig_profile": m.group(1)}},
+    ),
     # vllm-omni runs each stage of a pipeline as its own engine: a frame or a log source in its
     # package says the memory another "process" holds may be a sibling stage
     Extractor(

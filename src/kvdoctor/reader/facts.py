@@ -79,6 +79,7 @@ KNOWN_FACTS = frozenset(
         "enable_chunked_prefill",
         "cpu_offload_gb",
         "omni_pipeline",
+        "mig_profile",
         "vllm_version",
         "vllm_version_min",
         "vllm_version_max",
