@@ -76,7 +76,6 @@ KNOWN_MISSES = {
     "1503-": "the launcher passed the fraction twice (the lower one won): only the reporter's prose says so",
     "1507-": "a V0 forward-pass OOM at 0.9 on a 3090: read as the profiling batch; the maintainer said a lower fraction",
     "1601-": "a pipeline-parallel bug sized one stage's KV against the whole model: the log shows a plain max-len error",
-    "1603-": "the co-tenant is the same pipeline's other stage at a planned 0.6: read as another process",
     "1611-": "the traceback stops in the KV set-up with no message: a failure, read as unrecognised (label: unknown)",
     "1704-": "no length in the log: the V0 profiling batch of the model's 32K default is not provable",
     "1706-": "one profiling warning and no outcome: kvdoctor says it cannot tell (label: healthy)",
