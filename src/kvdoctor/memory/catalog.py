@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from kvdoctor._record import field, record
+from kvdoctor.memory.weights import GGUF_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -149,7 +150,16 @@ def context_from_name(text: str) -> int | None:
 
 def quantization_from_name(text: str) -> str | None:
     """The checkpoint format a repo name announces (`…-AWQ` -> awq), if any."""
-    key = _slug(text.rstrip("/").rsplit("/", 1)[-1])
+    name = text.rstrip("/").rsplit("/", 1)[-1]
+    # a GGUF file or repo names its block format ("…-Q4_K_M.gguf", "…-GGUF:Q5_K_S"): its bytes per
+    # weight, not a 16-bit model of the size in the name
+    if re.search(r"(?i)gguf", name):
+        block = re.search(r"(?i)(?<![a-z0-9])(i?q\d(?:_[01k]|_nl|_xs)?)(_[sml])?(?![a-z0-9])", name)
+        if block is None:
+            return "gguf"
+        mix = f"{block.group(1)}{block.group(2) or ''}".lower()
+        return f"gguf_{mix if mix in GGUF_BYTES else block.group(1).lower()}"
+    key = _slug(name)
     for suffix, method in _QUANT_SUFFIXES:
         if key.endswith("-" + suffix) or f"-{suffix}-" in key:
             return method

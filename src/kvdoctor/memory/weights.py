@@ -31,6 +31,12 @@ GGUF_BYTES: dict[str, float] = {
     "q4_k": 144 / 256,
     "q5_k": 176 / 256,
     "q6_k": 210 / 256,
+    # (the _M/_S mixes keep some tensors in a wider format: llama.cpp's measured bits per weight)
+    "q3_k_m": 3.91 / 8,
+    "q4_k_s": 4.58 / 8,
+    "q4_k_m": 4.83 / 8,
+    "q5_k_s": 5.54 / 8,
+    "q5_k_m": 5.69 / 8,
     "iq4_xs": 136 / 256,
     "iq4_nl": 18 / 32,
     "f16": 2.0,

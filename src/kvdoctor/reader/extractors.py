@@ -305,7 +305,9 @@ _GPU_MODEL = (
     r"(?:(?:NVIDIA|Tesla|Quadro)[\s-]+)?(?:GeForce\s+)?"
     r"((?:RTX\s*)?(?:GH200|GB10|H200|H100|H20|A100|A800|A10G|A6000|A40|A10|L40S|L40|L20|L4|V100|T4|B200|MI300X)"
     r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3))*(?:[- ]?\d{2,3}\s?G(?:B|iB)?)?"
-    r"|RTX\s*[345]0[6-9]0(?:\s?Ti)?)\b"
+    r"|RTX\s*[345]0[6-9]0(?:\s?Ti)?"
+    # (the flagship named bare, "my 4090 box", "2x 3090": not a count of tokens or bytes)
+    r"|[345]090(?:\s?Ti)?(?!\s*(?:-?\s*tokens?|[KMG]i?B|ms|s)\b))\b"
 )
 _GPU_NAME = (
     r"(?i)\bGPU \d+: "
@@ -476,6 +478,35 @@ def _cuda_oom(m: re.Match[str]) -> Fields:
     if gpu:
         fields["gpu_index"] = int(gpu.group(1) or gpu.group(2))
     return fields
+
+
+_TEMPLATE_SETTINGS = {
+    "GPU_MEMORY_UTILIZATION": "gpu_memory_utilization",
+    "MAX_MODEL_LEN": "max_model_len",
+    "TENSOR_PARALLEL_SIZE": "tensor_parallel_size",
+    "MAX_NUM_SEQS": "max_num_seqs",
+    "MAX_NUM_BATCHED_TOKENS": "max_num_batched_tokens",
+    "MODEL_NAME": "model",
+    "gpuMemoryUtilization": "gpu_memory_utilization",
+    "maxModelLen": "max_model_len",
+    "tensorParallelSize": "tensor_parallel_size",
+    "maxNumSeqs": "max_num_seqs",
+    "maxNumBatchedTokens": "max_num_batched_tokens",
+    "modelURL": "model",
+}
+
+
+def _template_setting(m: re.Match[str]) -> Fields | None:
+    name, raw = _TEMPLATE_SETTINGS[m.group(1)], m.group(2)
+    if name == "model":
+        return {"flags": {"model": raw}} if "/" in raw or "-" in raw else None
+    try:
+        value: float | int = float(raw) if "." in raw else int(raw)
+    except ValueError:
+        return None
+    if name == "gpu_memory_utilization" and not 0 < value <= 1:
+        return None
+    return {"flags": {name: value}}
 
 
 def _warmup_oom(m: re.Match[str]) -> Fields:
@@ -1673,6 +1704,21 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         _exception,
     ),
+    # the settings as serving templates spell them: environment variables (RunPod's worker-vllm,
+    # compose `environment:`, `docker run -e`: "GPU_MEMORY_UTILIZATION=0.95", "MODEL_NAME=…") and a
+    # Helm chart's camelCase values (vLLM production-stack: "gpuMemoryUtilization: 0.85",
+    # "modelURL: …"); the engine's own banner, where printed, outranks them
+    Extractor(
+        "config_value",
+        (*_TEMPLATE_SETTINGS,),
+        _F(
+            r"^\s*(?:-\s+|-e\s+|--env\s+|export\s+|ENV\s+)?[\"']?("
+            + "|".join(_TEMPLATE_SETTINGS)
+            + r")[\"']?\s*[=:]\s*"
+            r"[\"']?([\w./:-]+?)[\"']?\s*(?:#.*)?$"
+        ),
+        _template_setting,
+    ),
     # a flag quoted in prose or a ticket: "under `--gpu-memory-utilization 0.3`" (the weakest source)
     Extractor(
         "config_value",
@@ -1703,6 +1749,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "GB10",
             "RTX",
             "MI300",
+            "3090",
+            "4090",
+            "5090",
         ),
         _F(_GPU_NAME),
         _gpu_name,
