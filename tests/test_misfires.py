@@ -18,6 +18,12 @@ CASES = {
     # 0.9.2 (checks free memory first) with jq's argv and a node label: the model at 0.85, not a
     # tenant, leads
     "healthy_then_dumped_batch_oom_tp2.log": ("healthy", "healthy", None),
+    # a hub 401 chained to "Repository Not Found" is the id typed; a KeyError naming PEFT's wrapper
+    # keys is an adapter checkpoint not merged; a layout refused with CUDA_VISIBLE_DEVICES set is
+    # the variable
+    "hub_401_then_repository_not_found.log": ("other", "other-non-memory-failure", "fix_config"),
+    "peft_adapter_keys_keyerror_ray.log": ("other", "other-non-memory-failure", "fix_config"),
+    "cuda_visible_devices_missing_index_layout.log": ("other", "other-non-memory-failure", "fix_environment"),
     # settings where serving templates keep them (RunPod's environment variables, a Helm chart's
     # camelCase values) and a GGUF file's block format (Q4_K_M: 4.83 bits a weight, not 16)
     "runpod_env_settings_no_cache_blocks.txt": (

@@ -245,7 +245,6 @@ KNOWN_MISSES = {
     "5608-": "a HIP OOM with no phase on a card the fraction left 5% of: that the KV pool's dequantised copy ran out is in the reporter's prose",
     "5648-": "the MiniCPM-V version error is pasted inside a Chinese sentence, not as a line of its own",
     "5651-": "a 56 GiB allocation with no phase or card named: the label asks for more of the log",
-    "5680-": "a Hub 401 for a model id that does not exist reads as access; the thread's fix was the id",
     "5726-": "one OOM line of a default-length start-up: the label asks for more of the log",
     "4626-": "the no-cache-blocks error only in the title, an 0.9 GiB model: the co-tenant or the fraction, unread",
     # round 36

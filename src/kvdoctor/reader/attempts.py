@@ -66,6 +66,7 @@ _DUMP_KEYS = {
     "enforce_eager": "enforce_eager",
     "omni_pipeline": "omni_pipeline",
     "mig_profile": "mig_profile",
+    "cuda_visible_devices": "cuda_visible_devices",
     "graph_profiling_enabled": "graph_profiling_enabled",
     "kv_cache_dtype": "kv_cache_dtype",
     "gpu_memory_utilization": "gpu_memory_utilization",
@@ -1040,6 +1041,12 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt, recovered: set[int]) -> No
         sink.put("error_message", root.fields["message"][:2000], root, rank=3)
         if _is_wrapper(root):  # only wrappers: the cause's own text is not in the log
             sink.put("error_is_wrapper", True, root, rank=3)
+        # a chained traceback whose later exception says the repository does not exist (the hub
+        # answers a mistyped id with 401 before it says "Repository Not Found"): the model id
+        # typed, not the network or the token
+        missing = next((e for e in exceptions if _NO_REPO.search(f"{e.fields['type']}: {e.fields['message']}")), None)
+        if missing is not None:
+            sink.put("hub_repo_not_found", True, missing, rank=1)
     for event in attempt.events:  # seen.<kind>: the first event of each kind, as evidence
         if id(event) in skipped:
             continue
@@ -1193,6 +1200,7 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
 
 
 _OOM_WORDS = re.compile(r"(?i)out of memory|OutOfMemory")
+_NO_REPO = re.compile(r"RepositoryNotFound|Repository Not Found|is not a valid model identifier")
 # the API server building its app: what fails under these is its start-up, not a request
 _SERVER_STARTUP = frozenset({"init_app_state", "build_app", "run_server_worker", "build_async_engine_client"})
 # what the OpenAI server's request handlers call per request: the chat template, tool and

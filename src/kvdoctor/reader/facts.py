@@ -80,6 +80,8 @@ KNOWN_FACTS = frozenset(
         "cpu_offload_gb",
         "omni_pipeline",
         "mig_profile",
+        "cuda_visible_devices",
+        "hub_repo_not_found",
         "vllm_version",
         "vllm_version_min",
         "vllm_version_max",
