@@ -550,10 +550,13 @@ def test_a_mig_slice_is_the_total_and_no_remedy_shards_it() -> None:
 
 
 def test_a_release_that_charges_co_tenants_may_raise_the_fraction_for_both() -> None:
-    # 0.6.4.post1 counts the desktop's 3 GiB inside the fraction: raising it is no OOM risk there,
-    # so kvdoctor offers it (after freeing) and does not forbid it
+    # 0.6.4.post1 counts the desktop's 3 GiB inside the fraction the user set to 0.8 to share the
+    # card: raising it to the share plus the desktop's is no OOM risk there, and keeps both
     top = diagnose(HERE / "v0641_desktop_charged_raise_is_safe.log").diagnoses[0]
-    assert [r.action for r in top.remedies][:2] == ["free_gpu_memory", "raise_gpu_memory_utilization"]
+    assert [(r.action, r.value) for r in top.remedies][:2] == [
+        ("raise_gpu_memory_utilization", 0.92),
+        ("free_gpu_memory", 2.68),
+    ]
     assert "raise_gpu_memory_utilization" not in [a.action for a in top.avoid]
 
 
