@@ -18,6 +18,13 @@ CASES = {
     # 0.9.2 (checks free memory first) with jq's argv and a node label: the model at 0.85, not a
     # tenant, leads
     "healthy_then_dumped_batch_oom_tp2.log": ("healthy", "healthy", None),
+    # a max-len failure 0.13 GiB short beside a --max-num-batched-tokens 65536 the user set: the
+    # batch is the lever that keeps the model's own 8K context
+    "maxlen_user_batched_65536_hybrid_a_little_short.log": (
+        "max_model_len_too_large",
+        "max-model-len-too-large",
+        "reduce_max_num_batched_tokens",
+    ),
     # a hub 401 chained to "Repository Not Found" is the id typed; a KeyError naming PEFT's wrapper
     # keys is an adapter checkpoint not merged; a layout refused with CUDA_VISIBLE_DEVICES set is
     # the variable
