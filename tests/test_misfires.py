@@ -582,3 +582,17 @@ def test_a_gguf_files_block_format_sets_its_weights() -> None:
     # (32.8B parameters at 4.83 bits: the 19.85 GB file, ≈18 GiB, not 61 GiB of bf16)
     assert 17 < facts["weights_gib_estimate"] < 19.5
     assert facts["total_gpu_gib"] == 23.64  # "my 4090 box"
+
+
+def test_two_different_cards_are_not_read_as_a_co_tenant() -> None:
+    # "Box: RTX 4090 (GPU 0) + RTX 3080 10GB (GPU 1)": ranks 12 GiB apart are the cards' sizes
+    report = diagnose(
+        HERE.parent
+        / "variants"
+        / "round39-b"
+        / "b15-v1-0110-forum-tp2-4090-plus-3080-10g-qwen25-32b-awq-smallest-rank-negative.txt"
+    )
+    assert report.facts["mixed_gpus"] == "3080, 4090"
+    assert report.diagnoses[0].cause != "other_process"
+    # (the 3080 is not in the catalog: no total is taken from the larger card)
+    assert "total_gpu_gib" not in report.facts

@@ -1200,6 +1200,15 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
 
 
 _OOM_WORDS = re.compile(r"(?i)out of memory|OutOfMemory")
+
+
+def _card_key(name: str) -> str:
+    """A card's name without the words that vary between mentions of one card ("RTX 4090" and
+    "4090", "A100-SXM4-80GB" and "A100 80GB")."""
+    key = re.sub(r"(?i)\b(?:NVIDIA|GeForce|RTX|Tesla)\b|[\s-]", "", name).upper()
+    return re.sub(r"(?:SXM\d?|PCIE|NVL|HBM3)", "", key)
+
+
 _NO_REPO = re.compile(r"RepositoryNotFound|Repository Not Found|is not a valid model identifier")
 # the API server building its app: what fails under these is its start-up, not a request
 _SERVER_STARTUP = frozenset({"init_app_state", "build_app", "run_server_worker", "build_async_engine_client"})
@@ -1409,6 +1418,13 @@ def attempt_facts(attempt: Attempt) -> Facts:
                 values = with_plain_entries(dump, parse_dump(dump))
             _dump_facts(sink, event, values, rank)
         elif event.kind == "gpu_name":
+            # two different cards named for one start-up ("RTX 4090 (GPU 0) + RTX 3080 10GB (GPU 1)"):
+            # ranks that disagree may be the cards, not a co-tenant
+            names = {_card_key(n) for n in event.fields.get("gpu_names", [event.fields["gpu_name"]])}
+            if "gpu_name" in sink.facts:
+                names.add(_card_key(str(sink.facts["gpu_name"].value)))
+            if len(names) > 1:
+                sink.put("mixed_gpus", ", ".join(sorted(names)), event, rank=1)
             sink.put(
                 "gpu_name", event.fields["gpu_name"], event, rank=1 if event.text.lstrip().startswith("GPU ") else 0
             )

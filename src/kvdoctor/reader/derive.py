@@ -324,6 +324,18 @@ def _gpu_total(out: Facts) -> None:
         return
     from kvdoctor.memory.catalog import find_gpu
 
+    mixed = _v(out, "mixed_gpus")
+    if mixed is not None:
+        # two cards for one start-up: tensor parallelism shards evenly, so the smallest card is
+        # the one every rank must fit
+        # (a card the catalog does not know may be the smallest: then no total at all)
+        cards = [find_gpu(n.strip()) for n in str(mixed).split(",")]
+        if None in cards:
+            return
+        small = min((e for e in cards if e is not None), key=lambda e: e.total_gib)
+        _put(out, "total_gpu_gib", small.total_gib, source="estimate")
+        _put(out, "total_gpu_gib_basis", f"the smallest card named, the catalog's {small.name}", source="estimate")
+        return
     entry = find_gpu(str(name))
     if entry is not None:
         _put(out, "total_gpu_gib", entry.total_gib, source="estimate")

@@ -315,12 +315,19 @@ _GPU_NAME = (
     + r"|(?:\b(\d+)\s*[x×*]\s*|\b(?:on|with|using|an?|one|single|my|two|four|eight)\s+)"
     + _GPU_MODEL
     # a ticket's "GPU: NVIDIA A100-SXM4-80GB", a node label "nvidia.com/gpu.product: NVIDIA-H200"
-    + r"|\b(?:GPUs?(?: (?:type|model|name))?|gpu\.product|[Aa]ccelerator)\s*[:=]\s*[\"']?"
+    + r"|\b(?:GPUs?(?: (?:type|model|name))?|gpu\.product|[Aa]ccelerator|Box|Hardware|Machine|Rig|Setup)"
+    + r"\s*[:=]\s*[\"']?"
     + _GPU_MODEL
     # the label's value alone, as `kubectl get node -o jsonpath=…gpu\.product…` prints it
     + r"|^\s*(?=NVIDIA-)"
     + _GPU_MODEL
     + r"\s*$"
+)
+
+
+_CARD_ON_LINE = re.compile(
+    r"(?i)\b(?:RTX\s*[345]0[6-9]0(?:\s?Ti)?"
+    r"|(?:H200|H100|A100|A800|A6000|A40|A10G|L40S|L4|V100|T4)(?:[- ]?\d{2,3}\s?GB)?)\b"
 )
 
 
@@ -330,6 +337,10 @@ def _gpu_name(m: re.Match[str]) -> Fields | None:
     if not name or re.search(r"(?i)\bMIG\b|\b\d+g\.\d+gb\b", m.string):
         return None
     fields: Fields = {"gpu_name": " ".join(name.split())}
+    # (every card the line names: "RTX 4090 (GPU 0) + RTX 3080 10GB (GPU 1)")
+    others = {" ".join(n.split()) for n in _CARD_ON_LINE.findall(m.string)}
+    if len(others) > 1:
+        fields["gpu_names"] = sorted(others)
     if m.group(2):
         fields["gpu_count"] = int(m.group(2))
     return fields

@@ -82,6 +82,7 @@ KNOWN_FACTS = frozenset(
         "mig_profile",
         "cuda_visible_devices",
         "hub_repo_not_found",
+        "mixed_gpus",
         "vllm_version",
         "vllm_version_min",
         "vllm_version_max",
