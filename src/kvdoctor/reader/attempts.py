@@ -66,7 +66,6 @@ _DUMP_KEYS = {
     "enforce_eager": "enforce_eager",
     "omni_pipeline": "omni_pipeline",
     "mig_profile": "mig_profile",
-    "cuda_visible_devices": "cuda_visible_devices",
     "graph_profiling_enabled": "graph_profiling_enabled",
     "kv_cache_dtype": "kv_cache_dtype",
     "gpu_memory_utilization": "gpu_memory_utilization",
@@ -1417,6 +1416,8 @@ def attempt_facts(attempt: Attempt) -> Facts:
                 dump = event.fields.get("dump", "")
                 values = with_plain_entries(dump, parse_dump(dump))
             _dump_facts(sink, event, values, rank)
+        elif event.kind == "visible_devices":
+            sink.put("cuda_visible_devices", event.fields["devices"], event, rank=0, source="config", latest=True)
         elif event.kind == "gpu_name":
             # two different cards named for one start-up ("RTX 4090 (GPU 0) + RTX 3080 10GB (GPU 1)"):
             # ranks that disagree may be the cards, not a co-tenant

@@ -1386,10 +1386,10 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # the devices a launch shows the process ("CUDA_VISIBLE_DEVICES=0,2", `docker run -e …`,
     # `export …`): where a parallel layout asks for more, the variable is what to fix
     Extractor(
-        "config_value",
+        "visible_devices",
         ("CUDA_VISIBLE_DEVICES=",),
         _F(r"(?:^|[\s\"'])CUDA_VISIBLE_DEVICES=[\"']?(\d+(?:\s*,\s*\d+)*)[\"']?(?=[\s;&]|$)"),
-        lambda m: {"flags": {"cuda_visible_devices": m.group(1).replace(" ", "")}},
+        lambda m: {"devices": m.group(1).replace(" ", "")},
     ),
     # a MIG slice the process sees (`nvidia-smi -L`: "  MIG 3g.40gb     Device  0: (UUID: MIG-…)"):
     # its memory is the slice's, and one process sees one slice (no tensor parallelism across them)
