@@ -18,6 +18,13 @@ CASES = {
     # 0.9.2 (checks free memory first) with jq's argv and a node label: the model at 0.85, not a
     # tenant, leads
     "healthy_then_dumped_batch_oom_tp2.log": ("healthy", "healthy", None),
+    # 0.11's max-len error for a hybrid (Mamba) model printed whole without its estimate: no
+    # length fits, so a shorter one is not the fix; more memory for the KV cache is
+    "v011_hybrid_maxlen_no_estimate_no_length_fits.log": (
+        "max_model_len_too_large",
+        "max-model-len-too-large",
+        "raise_gpu_memory_utilization",
+    ),
     # a max-len failure 0.13 GiB short beside a --max-num-batched-tokens 65536 the user set: the
     # batch is the lever that keeps the model's own 8K context
     "maxlen_user_batched_65536_hybrid_a_little_short.log": (

@@ -188,13 +188,15 @@ def _already_there(action: str, value: Any, facts: Facts) -> bool:
 
 def diagnose_rule(rule: Rule, facts: Facts, lang: str) -> Diagnosis:
     lookup = _lookup(facts)
-    remedies = []
+    remedies: list[Remedy] = []
     for remedy in rule.remedies:
         if remedy.when is not None and conditions.evaluate(remedy.when, lookup, rule.defines) is not True:
             continue
         value = _value(remedy.value, facts, rule.defines)
-        if _already_there(remedy.action, value, facts):
-            continue
+        if _already_there(remedy.action, value, facts) or any(
+            (r.action, r.value) == (remedy.action, value) for r in remedies
+        ):
+            continue  # (nor the same step twice, where two entries of a rule both apply)
         text = render_template(pick(remedy.text, lang), facts, {"value": value}, lang)
         remedies.append(Remedy(remedy.action, text, value))
     avoid = []

@@ -333,6 +333,7 @@ _SIMPLE_FIGURES = tuple(n for n in FIGURES if n != "max_model_len") + (
     "budget_gib",
     "consumed_gib",
     "needed_kv_gib",
+    "no_length_fits",
     "max_num_batched_tokens",
     "max_num_seqs",
     "mamba_blocks",

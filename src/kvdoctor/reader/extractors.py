@@ -428,6 +428,10 @@ def _max_len_v1(m: re.Match[str]) -> Fields:
     est = re.search(r"estimated maximum model length is (\d+(?:,\d{3})*)", m.string)
     if est:
         fields["estimated_max_model_len"] = to_int(est.group(1))
+    elif re.search(r"GiB\)\.\s+Try increas", m.string):
+        # a whole message (GiB, up to "Try increasing") without the estimate's sentence: on 0.9.1+,
+        # which prints it whenever a length fits, no length fits at all (the rule checks the release)
+        fields["no_length_fits"] = True
     return fields
 
 

@@ -83,6 +83,7 @@ KNOWN_FACTS = frozenset(
         "cuda_visible_devices",
         "hub_repo_not_found",
         "mixed_gpus",
+        "no_length_fits",
         "vllm_version",
         "vllm_version_min",
         "vllm_version_max",
