@@ -603,3 +603,13 @@ def test_two_different_cards_are_not_read_as_a_co_tenant() -> None:
     assert report.diagnoses[0].cause != "other_process"
     # (the 3080 is not in the catalog: no total is taken from the larger card)
     assert "total_gpu_gib" not in report.facts
+
+
+def test_a_negative_kv_with_printed_weights_bounds_the_card_and_the_fraction() -> None:
+    # 61.03 GiB of weights and -0.47 GiB of KV at 0.8, no total: the card has at least 75.7 GiB,
+    # and over that bound 0.92 clears the shortfall and one 32768-token request (8 GiB); vLLM's
+    # default 0.9 would not
+    report = diagnose(HERE / "v011_negative_kv_weights_no_total_raise_bound.log")
+    assert report.facts["total_gpu_gib_at_least"] == 75.7
+    top = report.diagnoses[0]
+    assert (top.remedies[0].action, top.remedies[0].value) == ("raise_gpu_memory_utilization", 0.92)

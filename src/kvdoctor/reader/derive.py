@@ -91,6 +91,7 @@ def derive(facts: Facts) -> Facts:
     _safe_utilization(out)
     _tokens(out)
     _arithmetic(out)
+    _raise_bound(out)
     _smallest_card(out)
     _batch_follows_length(out)
     _cotenant_loading(out)
@@ -405,6 +406,25 @@ def _raise_needs(out: Facts) -> None:
     if kv is None or util is None or kv >= 0 or "total_gpu_gib" in out or util >= CEILING:
         return
     _put(out, "min_total_gib_to_fit_by_raising", round((-kv + 0.5) / (CEILING - util), 1))
+
+
+def _raise_bound(out: Facts) -> None:
+    """Where V1 printed the weights and a negative KV budget but no total (after the catalog's
+    arithmetic, for one request's KV at the length)."""
+    kv, util, weights = _v(out, "kv_cache_gib"), _v(out, "gpu_memory_utilization"), _v(out, "weights_gib")
+    if kv is None or util is None or weights is None or kv >= 0 or "total_gpu_gib" in out or util >= CEILING:
+        return
+    if weights + kv <= 0:
+        return
+    # the card held the weights, the profile and this negative KV at this fraction: its total is at
+    # least (weights + KV) / fraction, and over that bound the fraction that clears the shortfall
+    # and leaves one request its KV cache is an upper bound on the one needed (safe to suggest)
+    at_least = (weights + kv) / util
+    _put(out, "total_gpu_gib_at_least", round(at_least, 2))
+    request = _v(out, "one_request_kv_gib_estimate") or 0.5
+    bound = math.ceil((util + (-kv + 0.5 + request) / at_least) * 100) / 100
+    if bound <= CEILING:
+        _put(out, "utilization_to_fit_bound", bound)
 
 
 def _other_processes(out: Facts) -> None:

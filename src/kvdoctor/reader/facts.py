@@ -84,6 +84,8 @@ KNOWN_FACTS = frozenset(
         "hub_repo_not_found",
         "mixed_gpus",
         "no_length_fits",
+        "total_gpu_gib_at_least",
+        "utilization_to_fit_bound",
         "vllm_version",
         "vllm_version_min",
         "vllm_version_max",
