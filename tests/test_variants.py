@@ -32,7 +32,7 @@ KNOWN_MISSES = {"round39-e/e03-", "round39-e/e12-"}
 
 CASES = [
     (folder.name, label)
-    for folder in sorted(HERE.glob("round3[89]-*"))
+    for folder in sorted(HERE.glob("round*-*"))
     for label in yaml.safe_load((folder / "labels.yaml").read_text(encoding="utf-8"))
 ]
 
