@@ -190,3 +190,12 @@ def test_cli_fixer_and_check_exit_codes(copies: Path, capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert "contradicts log 1" in out and "raise_gpu_memory_utilization" in out
     assert no_log.read_bytes() == (TICKETS / "INC-0100-no-log.md").read_bytes()
+
+
+def test_a_log_quoted_with_gt_marks_is_a_log_block() -> None:
+    # a GitHub comment quoting the log ("> INFO …" lines, a fence inside the quote)
+    result = check_ticket(ticket("INC-0101-quoted-log.md"))
+    assert [(log.block.kind, log.report.verdict) for log in result.logs] == [
+        (BlockKind.QUOTED, "max_model_len_too_large"),
+    ]
+    assert result.changed

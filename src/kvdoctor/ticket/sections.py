@@ -2,7 +2,8 @@
 result in a managed section between stable markers. Pure: text in, text out (no files here).
 
 A ticket's blocks: fenced code (``` or ~~~, any info string), `<details>` bodies (vLLM's bug
-template puts collect_env there), 4-space indented pastes. A block is a log when
+template puts collect_env there), 4-space indented pastes, and `>` quotes of three lines or more (a
+GitHub comment quoting a log). A block is a log when
 `diagnose` finds a vLLM start-up in it. A block (or the prose) that is an nvidia-smi paste
 becomes the gpu.* facts of the logs that carry none of their own.
 """
@@ -60,6 +61,7 @@ class BlockKind(str, enum.Enum):
     FENCED = "fenced"
     DETAILS = "details"
     INDENTED = "indented"
+    QUOTED = "quoted"
 
 
 @dataclass(frozen=True)
@@ -199,7 +201,10 @@ def _blocks(bare: list[str], hidden: set[int]) -> tuple[list[Block], set[int]]:
             i += 1
             continue
         nxt = (
-            _fenced(bare, i, hidden, blocks) or _details(bare, i, hidden, blocks) or _indented(bare, i, hidden, blocks)
+            _fenced(bare, i, hidden, blocks)
+            or _details(bare, i, hidden, blocks)
+            or _indented(bare, i, hidden, blocks)
+            or _quoted(bare, i, hidden, blocks)
         )
         if nxt:
             used.update(range(i, nxt))
@@ -264,6 +269,21 @@ def _indented(bare: list[str], i: int, hidden: set[int], out: list[Block]) -> in
         j -= 1
     body = [line[1:] if line.startswith("\t") else line[4:] for line in bare[i:j]]
     out.append(Block(BlockKind.INDENTED, i + 1, "\n".join(body) + "\n"))
+    return j
+
+
+def _quoted(bare: list[str], i: int, hidden: set[int], out: list[Block]) -> int:
+    """A `>` quote of three lines or more (fences inside it are read with the quote marks off)."""
+    if not bare[i].startswith(">") or (i > 0 and bare[i - 1].startswith(">")):
+        return 0
+    j = i
+    while j < len(bare) and j not in hidden and bare[j].startswith(">"):
+        j += 1
+    if j - i < 3:
+        return 0
+    body = [line[2:] if line.startswith("> ") else line[1:] for line in bare[i:j]]
+    body = ["" if _FENCE.match(line) else line for line in body]  # (line numbers kept)
+    out.append(Block(BlockKind.QUOTED, i + 1, "\n".join(body) + "\n"))
     return j
 
 
@@ -407,6 +427,7 @@ _WORDS = {
         "fenced": "fenced block",
         "details": "details block",
         "indented": "indented block",
+        "quoted": "quoted block",
         "stated_line": "- “{text}” ({where}) → {action}: {outcome}",
     },
     "zh": {
@@ -425,6 +446,7 @@ _WORDS = {
         "fenced": "代码块",
         "details": " <details> 块",
         "indented": "缩进代码块",
+        "quoted": "引用块",
         "stated_line": "- “{text}”（{where}）→ {action}：{outcome}",
     },
 }
