@@ -18,6 +18,8 @@ CASES = {
     # 0.9.2 (checks free memory first) with jq's argv and a node label: the model at 0.85, not a
     # tenant, leads
     "healthy_then_dumped_batch_oom_tp2.log": ("healthy", "healthy", None),
+    # kubelet killing the container on its startup probe while torch.compile still ran: the probe
+    "k8s_startup_probe_kills_during_compile.txt": ("other", "other-probe-killed", "fix_config"),
     # 0.11's max-len error for a hybrid (Mamba) model printed whole without its estimate: no
     # length fits, so a shorter one is not the fix; more memory for the KV cache is
     "v011_hybrid_maxlen_no_estimate_no_length_fits.log": (

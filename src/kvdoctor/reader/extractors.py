@@ -756,6 +756,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         _nothing,
     ),
+    # an orchestrator's health probe killing the container while it still loads (kubelet: "Container
+    # vllm failed startup probe, will be restarted"; a probe that merely failed once is no kill)
+    Extractor(
+        "probe_killed",
+        ("probe, will be restarted",),
+        _F(r"failed (startup|liveness) probe, will be restarted"),
+        lambda m: {"probe": m.group(1)},
+    ),
     # vLLM (or torch) sees no GPU: the container has no GPU runtime, the driver library is missing
     Extractor(
         "no_gpu",
