@@ -593,6 +593,37 @@ def test_a_gguf_files_block_format_sets_its_weights() -> None:
     assert facts["total_gpu_gib"] == 23.64  # "my 4090 box"
 
 
+def test_one_card_named_two_ways_is_not_two_cards() -> None:
+    # "V100" beside "V100 32GB", "RTX3090" beside "RTX 3090": one card, and no total from a mix
+    validation = HERE.parent / "validation"
+    for log in (
+        validation / "round32-c" / "4900-v0-083-slurm-v100-opt-6.7b-draft-spec-decode-healthy.log",
+        validation / "round34-j" / "5385-v1-027-qwen38-27b-w4a16-rtx3090-wsl-marlin-weights-oom.log",
+    ):
+        assert "mixed_gpus" not in diagnose(log).facts, log.name
+
+
+def test_no_remedy_repeats_a_step_or_suggests_the_tp_already_running() -> None:
+    # the hybrid max-len log: two of the rule's raise entries apply with the same value (shown
+    # once); the big-batch one runs at TP 1, where "tensor parallel 1" is no change
+    for name in (
+        "v011_hybrid_maxlen_no_estimate_no_length_fits.log",
+        "maxlen_user_batched_65536_hybrid_a_little_short.log",
+    ):
+        top = diagnose(HERE / name).diagnoses[0]
+        steps = [(r.action, r.value) for r in top.remedies]
+        assert len(steps) == len(set(steps)), name
+        assert ("increase_tensor_parallel_size", 1) not in steps, name
+
+
+def test_an_fp8_checkpoint_is_told_the_4bit_size() -> None:
+    # DeepSeek-R1 is FP8 already: the smaller checkpoint is a 4-bit one, and its size is named
+    variants = HERE.parent / "variants" / "round40-i"
+    top = diagnose(variants / "i05-v1-092-8xh100-deepseek-r1-fp8-tp8-weights-exceed-node-load-oom.log").diagnoses[0]
+    smaller = next(r for r in top.remedies if r.action == "use_quantized_checkpoint")
+    assert "4-bit ≈" in smaller.text and "fp8 ≈" not in smaller.text
+
+
 def test_two_different_cards_are_not_read_as_a_co_tenant() -> None:
     # "Box: RTX 4090 (GPU 0) + RTX 3080 10GB (GPU 1)": ranks 12 GiB apart are the cards' sizes
     report = diagnose(

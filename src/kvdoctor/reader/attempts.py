@@ -1203,10 +1203,11 @@ _OOM_WORDS = re.compile(r"(?i)out of memory|OutOfMemory")
 
 
 def _card_key(name: str) -> str:
-    """A card's name without the words that vary between mentions of one card ("RTX 4090" and
-    "4090", "A100-SXM4-80GB" and "A100 80GB")."""
-    key = re.sub(r"(?i)\b(?:NVIDIA|GeForce|RTX|Tesla)\b|[\s-]", "", name).upper()
-    return re.sub(r"(?:SXM\d?|PCIE|NVL|HBM3)", "", key)
+    """A card's model without the words that vary between mentions of one card ("RTX 4090",
+    "RTX4090" and "4090"; "V100" and "V100 32GB"; "A100-SXM4-80GB" and "A100 80GB")."""
+    # (the memory size apart from the model by a space or dash, then every separator)
+    key = re.sub(r"[\s-]+\d{2,3}\s?Gi?B$|[\s-]", "", name, flags=re.I).upper()
+    return re.sub(r"NVIDIA|GEFORCE|TESLA|QUADRO|RTX|SXM\d?|PCIE|NVL|HBM3", "", key)
 
 
 _NO_REPO = re.compile(r"RepositoryNotFound|Repository Not Found|is not a valid model identifier")
