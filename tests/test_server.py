@@ -164,6 +164,18 @@ def test_gzip_body_is_read(app: Any) -> None:
     assert sent.status == 200 and sent.json()["verdict"] == "cuda_oom"
 
 
+def test_a_gzip_cut_in_transfer_keeps_the_lines_it_inflated_to(app: Any) -> None:
+    packed = gzip.compress(SAMPLER_OOM * 40)
+    sent = call(app, "POST", "/v1/diagnose", body=packed[: len(packed) - 12])  # no trailer
+    assert sent.status == 200 and sent.json()["verdict"] == "cuda_oom"
+
+
+def test_bytes_that_only_start_like_gzip_get_an_answer_that_says_so(app: Any) -> None:
+    sent = call(app, "POST", "/v1/diagnose", body=b"\x1f\x8b not gzip at all\n" + SAMPLER_OOM)
+    assert sent.status == 200 and sent.json()["verdict"] == "unknown"
+    assert any("read error" in note for note in sent.json()["notes"])
+
+
 def test_a_path_in_the_body_is_log_text_not_a_file_on_the_server(app: Any) -> None:
     sent = call(
         app,
