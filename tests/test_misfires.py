@@ -12,6 +12,19 @@ from kvdoctor.api import diagnose
 HERE = Path(__file__).parent / "fixtures" / "misfires"
 
 CASES = {
+    # a --max-num-batched-tokens 16x this card's default beside a negative V1 KV figure: the
+    # budget's rest is the batch's activations, and going back to the default is the lever
+    "raised_batch_a10g_llama8b_negative_kv.log": (
+        "no_cache_blocks",
+        "no-cache-blocks-profile-overhead",
+        "reduce_max_num_batched_tokens",
+    ),
+    # a ticket's title quoting the error, then the launch and a traceback cut before its exception
+    # line: the title is that start-up's error (one start-up, not an earlier one); an OOM line
+    # whose traceback (the same worker, a later clock, quoted below it) runs the sampler's dummy
+    # batch is that step's, not the weights'
+    "title_quote_then_cut_traceback_no_kernel_image.md": ("other", "other-environment-refused", "fix_environment"),
+    "oom_then_same_worker_frames_quoted_later.log": ("cuda_oom", "cuda-oom-sampler-warmup", "reduce_max_num_seqs"),
     # round 39's variants: the engine dumped its batch, then the worker's OOM arrived wrapped
     # ("Worker failed with error 'CUDA out of memory …'") after hours of serving: a healthy start-up;
     # V1's KV check cut at a terminal's width before its available figure is still the length;
@@ -117,7 +130,7 @@ CASES = {
         "no-cache-blocks-profile-overhead",
         "reduce_max_num_batched_tokens",
     ),
-    "v021_graph_estimate_covers_shortfall.log": ("no_cache_blocks", "no-cache-blocks-unmeasured", "enforce_eager"),
+    "v021_graph_estimate_covers_shortfall.log": ("no_cache_blocks", "no-cache-blocks-profile-overhead", "enforce_eager"),
     "served_then_oom_traceback_cut.log": ("healthy", "healthy-served", None),
     # variants of round 37's readings (free-memory checks, a V0 no-KV raise, a pasted per-GPU
     # query): 0.32's "engine's budget after excluding external process's weights" counts the weights

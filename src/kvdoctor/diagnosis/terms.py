@@ -89,6 +89,7 @@ _ZH: dict[str, dict[str, str]] = {
         "toolchain": "编译工具链（ptxas）",
         "kernel build": "内核构建（GPU 架构）",
         "operator package": "算子包（CANN）",
+        "device visibility": "设备可见性（CUDA_VISIBLE_DEVICES）",
     },
 }
 ZH: MappingProxyType[str, dict[str, str]] = MappingProxyType(_ZH)

@@ -19,6 +19,7 @@ from kvdoctor.memory.budget import (
     estimate_activation,
     estimate_cuda_graphs,
     estimate_non_torch,
+    is_v1,
     kv_capacity,
 )
 from kvdoctor.memory.catalog import (
@@ -85,6 +86,7 @@ class _Ctx:
             max_model_len=self.max_model_len or 2048,
             version=self.version,
         )
+        self.default_batched, self.default_seqs = batched, seqs
         self.batched = _int(facts, "max_num_batched_tokens", batched)
         self.seqs = _int(facts, "max_num_seqs", seqs)
         self.block_size = _int(facts, "block_size", 0) or None
@@ -177,6 +179,21 @@ def _tokens_for(ctx: _Ctx, layout: KvLayout | None, kv_gib: float, per_token: in
     return None
 
 
+def _batch_saving(ctx: _Ctx, out: dict[str, object]) -> None:
+    """A profiling batch set above the card's default (V1 `vllm serve`): the activation memory
+    going back to the default batch gives the KV cache, by the catalog's config (an estimate; the
+    profile's own peak, where printed, is the figure the rules read instead)."""
+    if ctx.entry is None or not ctx.total or not is_v1(ctx.era) or ctx.batched <= ctx.default_batched:
+        return
+    cfg = ctx.entry.config
+    now = estimate_activation(cfg, tokens=ctx.batched, seqs=ctx.seqs, tp=ctx.tp).value
+    default = estimate_activation(cfg, tokens=ctx.default_batched, seqs=min(ctx.seqs, ctx.default_seqs), tp=ctx.tp)
+    out["default_max_num_batched_tokens"] = ctx.default_batched
+    out["batch_reduction_frees_gib"] = round(now - default.value, 2)
+    if now > 0:
+        out["batch_activation_ratio"] = round(default.value / now, 3)  # (scales a measured peak)
+
+
 def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
     """Arithmetic for one attempt's flat facts; only the names that can be computed."""
     ctx = _Ctx(facts)
@@ -233,6 +250,7 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         short_request = _one_request_gib(ctx, layout, per_token, short, hybrid=hybrid)
         out["min_utilization_for_weights"] = _fraction_of(base + short_request, ctx.total)
         _length_at_safe_fraction(ctx, out, facts, weights + overheads, layout)
+    _batch_saving(ctx, out)
     kv_gib = logged_gib
     if ctx.total and ctx.util:
         budget = ctx.total * ctx.util

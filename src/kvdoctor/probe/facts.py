@@ -31,7 +31,12 @@ def snapshot_facts(
     device = target_device(snapshot, vllm_pids)
     if device is not None:
         facts.update(_device_facts(device))
-    others = [p for p in _processes_of(snapshot, device) if p.pid not in vllm_pids]
+    listed = [p for p in _processes_of(snapshot, device) if p.pid not in vllm_pids]
+    # (a vLLM-named process beside processes of other programs is this server; alone, it may be
+    # a stale one an earlier start-up left, which holds memory as any other tenant does)
+    others = (
+        [p for p in listed if not _vllm_named(p)] if not vllm_pids and not all(map(_vllm_named, listed)) else listed
+    )
     facts["gpu.other_process_count"] = len(others)
     facts["gpu.other_pids"] = sorted({p.pid for p in others})
     known = [p.used_gib for p in others if p.used_gib is not None]
@@ -78,8 +83,18 @@ def _processes_of(snapshot: Snapshot, device: Device | None) -> list[Process]:
     # against the device vLLM used, since that is the question the guide asks of them.
     unknown = [p for p in snapshot.processes if p.device_index is None]
     if device is None:
+        # (a table whose device rows did not parse: its processes all on one index are that device's)
+        indices = {p.device_index for p in snapshot.processes if p.device_index is not None}
+        if len(indices) == 1:
+            return [p for p in snapshot.processes if p.device_index is not None] + unknown
         return unknown
     return list(snapshot.processes_on(device)) + unknown
+
+
+def _vllm_named(process: Process) -> bool:
+    """A process the table names as vLLM's (`vllm serve`, `VLLM::EngineCore`, a Ray worker wrapper)."""
+    name = (process.name or "").lower()
+    return any(w in name for w in ("vllm", "enginecore", "rayworkerwrapper"))
 
 
 def taken_after(taken_at: str | None, failure_time: str | None) -> bool | None:

@@ -167,11 +167,16 @@ def split_attempts(events: Iterable[Event]) -> Iterator[Attempt]:
     if head is None:
         return
     second = next(attempts, None) if _error_quoted_above(head) else None
-    if second is not None and not any(
-        e.kind in FATAL_KINDS or e.kind in ("serving", "worker_wait") for e in second.events
+    if second is not None and (
+        not any(
+            (e.kind in FATAL_KINDS and e.kind != "traceback") or e.kind in ("serving", "worker_wait")
+            for e in second.events
+        )
+        or _quotes_its_error(head, second)
     ):
         # the reporter's error first, then the "detail log" of the same run, which stops before
-        # its own failure (round 28, 3963): one start-up
+        # its own failure (round 28, 3963), or whose traceback is cut before the error the quote
+        # names: one start-up
         head.events.extend(second.events)
         second = None
     yield head
@@ -250,14 +255,28 @@ def _pasted_ahead(head: Attempt, start: Event) -> bool:
     return bool(stamps) and len(stamps) == len(logged) and min(stamps) > start.origin.stamp
 
 
+def _quotes_its_error(head: Attempt, log: Attempt) -> bool:
+    """The report above the log names only the errors the log's start-up prints (a ticket's
+    "Startup fails with 'No available memory for the cache blocks'" and its environment, then the
+    log): one start-up. A report naming another error too tells of another try."""
+    quoted = {e.kind for e in head.events if e.kind in MEMORY_ERROR_KINDS}
+    printed = {e.kind for e in log.events if e.kind in MEMORY_ERROR_KINDS}
+    return bool(quoted) and quoted <= printed and not any(e.kind == "serving" for e in log.events)
+
+
 def _error_quoted_above(head: Attempt) -> bool:
     """The head is an error quoted bare (no vLLM header, no process prefix) plus, at most, logged
     lines that make no progress (settings, warnings printed before the engine banner)."""
     bare_fatal = [e for e in head.events if e.kind in FATAL_KINDS and e.origin.level is None and e.origin.proc is None]
     logged = [e for e in head.events if e.origin.level is not None or e.origin.proc is not None]
+    # (the reporter's launch command may sit between the quote and the log: still no start-up;
+    # a command above the error is a launch and the error its own)
     return (
         bool(bare_fatal)
-        and not any(e.kind in START_KINDS for e in head.events)
+        and not any(
+            e.kind in START_KINDS and (e.kind != "command_line" or e in logged or e.line < bare_fatal[0].line)
+            for e in head.events
+        )
         and all(e.kind not in PROGRESS_KINDS for e in logged)
     )
 
@@ -652,7 +671,8 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
         # the OOM line printed before its own frames (a log shipper's order): the frames after
         # it, from the same process, name the step
         # (an OOM quoted above the log has no origin: every frame after it is the log's own)
-        own = [f for f in frames if f.origin == oom_event.origin or oom_event.origin == Origin()]
+        # (the same process is its name and pid: the header's clock and source differ per line)
+        own = [f for f in frames if _same_process(f.origin, oom_event.origin) or oom_event.origin == Origin()]
         found = _frame_of_phase(own) if own else None
         if found is not None and (oom is None or oom.value != found[0]):
             sink.put("oom_phase", found[0], found[1], rank=4)
@@ -698,6 +718,10 @@ def _oom_facts(sink: _FactSink, attempt: Attempt) -> None:
     reached = _furthest_phase(attempt)
     if reached:
         sink.put("last_phase", reached, None, rank=1)
+
+
+def _same_process(a: Origin, b: Origin) -> bool:
+    return (a.proc, a.pid, a.rank, a.container) == (b.proc, b.pid, b.rank, b.container)
 
 
 def _frames(attempt: Attempt) -> list[Event]:
@@ -1439,6 +1463,8 @@ def attempt_facts(attempt: Attempt) -> Facts:
             if device.get("total_gib"):
                 sink.put("total_gpu_gib", round(device["total_gib"], 2), event, rank=0)
         elif event.kind == "environment_error" and id(event) not in recovered:
+            if event.fields["kind"] == "device visibility" and attempt.has("visible_devices"):
+                continue  # the launch's CUDA_VISIBLE_DEVICES says which (the layout rule names it)
             sink.put("environment_reason", event.fields["reason"], event, rank=1)
             sink.put("environment_kind", event.fields["kind"], event, rank=1)
         elif event.kind == "no_gpu":

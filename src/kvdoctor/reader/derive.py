@@ -92,6 +92,8 @@ def derive(facts: Facts) -> Facts:
     _tokens(out)
     _arithmetic(out)
     _raise_bound(out)
+    _profile_overhead(out)
+    _batch_share(out)
     _smallest_card(out)
     _batch_follows_length(out)
     _cotenant_loading(out)
@@ -393,9 +395,43 @@ def _budget_terms(out: Facts) -> None:
     if graphs_subtracted(out):
         used += _v(out, "cuda_graph_gib") or _v(out, "cuda_graph_estimate_gib") or 0.0
     _put(out, "non_kv_gib", used)
-    _put(out, "kv_reconstructed_gib", budget - used)
+    if "activation_peak_gib" in out:  # (without the peak it is not what the KV cache got)
+        _put(out, "kv_reconstructed_gib", budget - used)
     if budget - used <= 0:
         _put(out, "budget_shortfall_gib", used - budget)
+
+
+def _profile_overhead(out: Facts) -> None:
+    """The profile's share where V1 prints the weights and the KV memory but no peak: the rest of
+    the budget, less the graphs it counts (an estimate where the card's total is one)."""
+    budget, weights, kv = _v(out, "budget_gib"), _v(out, "weights_gib"), _v(out, "kv_cache_gib")
+    if budget is None or weights is None or kv is None or "activation_peak_gib" in out or _v(out, "engine") != "v1":
+        return
+    overhead = budget - weights - kv
+    if graphs_subtracted(out):
+        overhead -= _v(out, "cuda_graph_gib") or _v(out, "cuda_graph_estimate_gib") or 0.0
+    total = out.get("total_gpu_gib")
+    if overhead > 0:
+        source = "estimate" if total is not None and total.source == "estimate" else "derived"
+        _put(out, "profile_overhead_gib", round(overhead, 2), source=source)
+
+
+def _batch_share(out: Facts) -> None:
+    """A batch set above the card's default: where V1 printed the weights and the KV memory, the
+    rest of the budget (less the graphs it counts) is the profile's activations and non-torch
+    memory, and the default batch keeps the catalog's share of its activations: the GiB that going
+    back to the default gives the KV cache (the catalog's own estimate where the log is silent)."""
+    ratio, overhead, peak = (
+        _v(out, n) for n in ("batch_activation_ratio", "profile_overhead_gib", "activation_peak_gib")
+    )
+    if ratio is None or (overhead is None and peak is None):
+        return
+    # (a printed peak is the activations alone; of the budget's rest, half a GiB is the CUDA
+    # context and the allocator's own, which no batch changes)
+    frees = (peak if peak is not None else overhead - 0.5) * (1 - ratio)
+    if frees > (_v(out, "batch_reduction_frees_gib") or 0.0):
+        out.pop("batch_reduction_frees_gib", None)  # (the log's own budget beats the catalog's guess)
+        _put(out, "batch_reduction_frees_gib", round(frees, 2), source="estimate")
 
 
 def _raise_needs(out: Facts) -> None:

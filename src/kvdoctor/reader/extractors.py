@@ -561,8 +561,10 @@ def _environment_error(m: re.Match[str]) -> Fields:
     # a warning the run may get past (NCCL's failed call, torch's rendezvous retrying): it counts
     # only where the start-up stopped there (attempts.py, `_recovered`)
     soft = "nccl warn" in text or "tcp client" in text
-    if "80" in text[:9] or "forward compat" in text:
+    if "80" in text[:9] or "forward compat" in text or "unsupported toolchain" in text:
         kind = "driver"
+    elif "device ordinal" in text or "cudacontext" in text:
+        kind = "device visibility"
     elif "disk" in text or "space left" in text:
         kind = "disk"
     elif "shm" in text:
@@ -825,6 +827,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "reason=driver error:",
             "opp_kernel package",
             "Memory access fault by GPU",
+            "unsupported toolchain",
+            "invalid device ordinal",
+            "CUDAContext.cpp",
         ),
         _F(
             r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
@@ -868,6 +873,11 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"CUDA error \([^)\n]{1,200}\): (?!out of memory)[a-z][^\n]{0,120}|"
             # torch or a kernel built without this GPU's architecture (a title quotes it often)
             r"no kernel image is available for execution on the device|"
+            # a PTX built by a newer CUDA than the driver can JIT: the driver is too old for the image
+            r"the provided PTX was compiled with an unsupported toolchain|"
+            # a device index the process cannot see (CUDA/HIP_VISIBLE_DEVICES or Ray's placement
+            # exposing fewer devices than the ranks use): torch's lazy init asserting on it too
+            r"invalid device ordinal|INTERNAL ASSERT FAILED at \S*CUDAContext\.cpp\S*|"
             # ROCm's runtime reporting a GPU page fault (HSA): the driver, the firmware or a kernel
             # built for another GPU, not a shortage of memory
             r"Memory access fault by GPU node-\d+ [^\n]{0,120}?Reason: [^.\n]{1,80}|"
