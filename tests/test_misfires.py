@@ -130,7 +130,11 @@ CASES = {
         "no-cache-blocks-profile-overhead",
         "reduce_max_num_batched_tokens",
     ),
-    "v021_graph_estimate_covers_shortfall.log": ("no_cache_blocks", "no-cache-blocks-profile-overhead", "enforce_eager"),
+    "v021_graph_estimate_covers_shortfall.log": (
+        "no_cache_blocks",
+        "no-cache-blocks-profile-overhead",
+        "enforce_eager",
+    ),
     "served_then_oom_traceback_cut.log": ("healthy", "healthy-served", None),
     # variants of round 37's readings (free-memory checks, a V0 no-KV raise, a pasted per-GPU
     # query): 0.32's "engine's budget after excluding external process's weights" counts the weights

@@ -1198,8 +1198,16 @@ def _figureless_no_kv(model: str, card: str) -> str:
 
 
 def test_weights_larger_than_the_card_are_the_cause_whatever_the_default_batch() -> None:
+    # (`nvidia-smi -L` lists one GPU: no tensor parallelism to offer on this host, a smaller
+    # checkpoint is the step; with two listed, TP 2 is the most it can have)
     top = diagnose(_figureless_no_kv("Qwen/Qwen2.5-72B-Instruct", "NVIDIA A100-SXM4-80GB")).diagnoses[0]
-    assert (top.cause, top.remedies[0].action) == ("model_too_large", "increase_tensor_parallel_size")
+    assert (top.cause, top.remedies[0].action) == ("model_too_large", "use_quantized_checkpoint")
+    assert "increase_tensor_parallel_size" not in [r.action for r in top.remedies]
+    two = _figureless_no_kv("Qwen/Qwen2.5-72B-Instruct", "NVIDIA A100-SXM4-80GB").replace(
+        "(UUID: GPU-1234)", "(UUID: GPU-1234)\nGPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-5678)"
+    )
+    top = diagnose(two).diagnoses[0]
+    assert (top.remedies[0].action, top.remedies[0].value) == ("increase_tensor_parallel_size", 2)
 
 
 def test_a_later_releases_1024_default_alone_is_no_profile_overhead_claim() -> None:

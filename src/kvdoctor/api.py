@@ -65,7 +65,9 @@ def probe_facts(snapshot: Any, analysis: Analysis, *, live: bool) -> Facts:
         return {}
     last = analysis.last if analysis.attempts else None
     pids = frozenset(r["pid"] for r in last.ranks if r.get("pid")) if last else frozenset()
-    values = snapshot_facts(snapshot, vllm_pids=pids)
+    shown = (last.facts.get("cuda_visible_devices") or last.facts.get("docker_gpu_devices")) if last else None
+    first = str(shown.value).split(",")[0].strip() if shown is not None else ""
+    values = snapshot_facts(snapshot, vllm_pids=pids, visible_index=int(first) if first.isdigit() else None)
     failed_at = _failure_line(last)
     if failed_at is not None and "gpu.taken_after_failure" not in values:
         if live:

@@ -172,13 +172,27 @@ def confidence(rule: Rule, facts: Facts) -> str:
     return level
 
 
+def _within_host(action: str, value: Any, facts: Facts) -> Any:
+    """A tensor-parallel size above the GPUs the host lists (collect_env, `nvidia-smi -L`) is
+    the most it has: the listed count (which the check below drops where it is not above the TP
+    the log runs at)."""
+    listed = facts.get("gpus_listed")
+    if action != "increase_tensor_parallel_size" or listed is None or not isinstance(value, (int, float)):
+        return value
+    return min(value, listed.value) if isinstance(listed.value, int) else value
+
+
 def _already_there(action: str, value: Any, facts: Facts) -> bool:
-    """A tensor-parallel size that is not above the one the log runs at, or any on a MIG slice (a
-    process sees one slice): no change to suggest (a remedy value must change something, and by
+    """A tensor-parallel size that is not above the one the log runs at, above the GPUs the host
+    lists (collect_env, `nvidia-smi -L`), or any on a MIG slice or a host listing one GPU (a process
+    sees one device): no change to suggest (a remedy value must change something, and by
     the arithmetic fit)."""
     if action != "increase_tensor_parallel_size":
         return False
     if facts.get("mig_profile") is not None:
+        return True
+    listed = facts.get("gpus_listed")  # (the GPUs the host lists: no TP beyond them)
+    if listed is not None and isinstance(listed.value, int) and listed.value <= 1:
         return True
     if not isinstance(value, (int, float)):
         return False
@@ -192,7 +206,7 @@ def diagnose_rule(rule: Rule, facts: Facts, lang: str) -> Diagnosis:
     for remedy in rule.remedies:
         if remedy.when is not None and conditions.evaluate(remedy.when, lookup, rule.defines) is not True:
             continue
-        value = _value(remedy.value, facts, rule.defines)
+        value = _within_host(remedy.action, _value(remedy.value, facts, rule.defines), facts)
         if _already_there(remedy.action, value, facts) or any(
             (r.action, r.value) == (remedy.action, value) for r in remedies
         ):

@@ -16,6 +16,7 @@ def snapshot_facts(
     *,
     vllm_pids: frozenset[int] = frozenset(),
     failure_time: str | None = None,
+    visible_index: int | None = None,
 ) -> dict[str, object]:
     facts: dict[str, object] = {"gpu.status": snapshot.status}
     if snapshot.taken_at is not None:
@@ -28,7 +29,7 @@ def snapshot_facts(
     facts["gpu.count"] = len(snapshot.visible_devices())
     if vllm_pids:
         facts["gpu.vllm_pid_present"] = any(p.pid in vllm_pids for p in snapshot.processes)
-    device = target_device(snapshot, vllm_pids)
+    device = target_device(snapshot, vllm_pids, visible_index)
     if device is not None:
         facts.update(_device_facts(device))
     listed = [p for p in _processes_of(snapshot, device) if p.pid not in vllm_pids]
@@ -45,15 +46,21 @@ def snapshot_facts(
     return facts
 
 
-def target_device(snapshot: Snapshot, vllm_pids: frozenset[int] = frozenset()) -> Device | None:
-    """The device vLLM used: one holding a vLLM PID, else cuda:0 when the visible order is
-    known, else the most-used device (nvidia-smi text does not say what vLLM saw)."""
+def target_device(
+    snapshot: Snapshot, vllm_pids: frozenset[int] = frozenset(), visible_index: int | None = None
+) -> Device | None:
+    """The device vLLM used: one holding a vLLM PID, else the host GPU the launch's
+    CUDA_VISIBLE_DEVICES (or `docker --gpus device=N`) puts first, else cuda:0 when the visible
+    order is known, else the most-used device (nvidia-smi text does not say what vLLM saw)."""
     visible = snapshot.visible_devices()
     for device in visible:
         if any(p.pid in vllm_pids for p in snapshot.processes_on(device)):
             return device
     if not visible:
         return None
+    named = [d for d in visible if visible_index is not None and d.index == visible_index]
+    if named:
+        return named[0]
     if any(d.visible_index is not None for d in visible):
         return visible[0]
     return max(visible, key=lambda d: d.used_gib or 0.0)
@@ -88,7 +95,26 @@ def _processes_of(snapshot: Snapshot, device: Device | None) -> list[Process]:
         if len(indices) == 1:
             return [p for p in snapshot.processes if p.device_index is not None] + unknown
         return unknown
-    return list(snapshot.processes_on(device)) + unknown
+    return list(snapshot.processes_on(device)) + _on_device(unknown, device, len(snapshot.visible_devices()))
+
+
+def _on_device(unknown: list[Process], device: Device, devices: int) -> list[Process]:
+    """Processes a CSV lists without a device index (by bus id, or none) on a host of several
+    GPUs: where together they hold more than the device uses, the few whose sum is the device's
+    used memory (to half a GiB) are its own; otherwise all of them, as the guide's question asks."""
+    sized = [p for p in unknown if p.used_gib is not None]
+    used = device.used_gib
+    if devices <= 1 or used is None or len(sized) != len(unknown) or not 1 < len(sized) <= 10:
+        return unknown
+    if sum(p.used_gib or 0.0 for p in sized) <= used + 0.5:
+        return unknown
+    best: tuple[float, list[Process]] | None = None
+    for mask in range(1, 1 << len(sized)):
+        pick = [p for i, p in enumerate(sized) if mask >> i & 1]
+        gap = abs(sum(p.used_gib or 0.0 for p in pick) - used)
+        if gap <= 0.5 and (best is None or gap < best[0]):
+            best = (gap, pick)
+    return best[1] if best is not None else unknown
 
 
 def _vllm_named(process: Process) -> bool:

@@ -357,6 +357,7 @@ _SIMPLE_FIGURES = tuple(n for n in FIGURES if n != "max_model_len") + (
     "max_num_seqs",
     "mamba_blocks",
     "suggested_utilization",
+    "equivalent_utilization",
     "kv_cache_memory_bytes_to_fit",
     "kv_cache_memory_bytes_full",
     "external_weights_gib",
@@ -1226,6 +1227,30 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
 _OOM_WORDS = re.compile(r"(?i)out of memory|OutOfMemory")
 
 
+def _loaded_model(attempt: Attempt) -> str | None:
+    """The model the engine itself says it loads (V1's "Starting to load model X..."), once."""
+    names = {str(e.fields["model"]) for e in attempt.events if e.kind == "phase" and "model" in e.fields}
+    return names.pop() if len(names) == 1 else None
+
+
+# the model a launch line names: `--model X`, `"--model","X"` (an argv as JSON), `vllm serve X`
+_LAUNCH_MODEL = re.compile(r"(?:--model(?:[ =]|\",\s*\")|\bvllm\"?,?\s*\"?serve\"?,?\s+)\"?([\w/.][\w./:-]*)")
+
+
+def _model_key(name: str) -> str:
+    return name.rstrip("/").rsplit("/", 1)[-1].lower()
+
+
+def _names_other_model(event: Event, loaded: str) -> bool:
+    """A launch line whose model is not the one this engine loads (compared by its last path
+    part: a hub id and the local copy of it agree)."""
+    m = _LAUNCH_MODEL.search(event.text)
+    return m is not None and not m.group(1).startswith("-") and _model_key(m.group(1)) != _model_key(loaded)
+
+
+_LISTED_GPU = re.compile(r"^\s*(?:GPU models and configuration:\s*)?GPU (\d+): ")
+
+
 def _card_key(name: str) -> str:
     """A card's model without the words that vary between mentions of one card ("RTX 4090",
     "RTX4090" and "4090"; "V100" and "V100 32GB"; "A100-SXM4-80GB" and "A100 80GB")."""
@@ -1434,7 +1459,11 @@ def attempt_facts(attempt: Attempt) -> Facts:
     # (a "# CPU blocks" line beside a GPU's blocks is V0's swap space, re-wrapped onto its own line)
     device_blocks = any(e.kind == "gpu_blocks" and e.fields.get("device") != "CPU" for e in attempt.events)
     recovered = _recovered(attempt)
+    listing: list[str] = []  # "index: card" of each GPU a host listing names
+    loaded = _loaded_model(attempt)
     for event in attempt.events:
+        if event.kind in _CONFIG_KINDS and loaded and _names_other_model(event, loaded):
+            continue  # another server's launch pasted beside this one (a second deployment's args)
         if event.kind in _CONFIG_KINDS:
             rank = _CONFIG_KINDS[event.kind]
             values = event.fields.get("flags")
@@ -1457,6 +1486,14 @@ def attempt_facts(attempt: Attempt) -> Facts:
             )
             if "gpu_count" in event.fields:
                 sink.put("gpu_count", event.fields["gpu_count"], event, rank=0)
+            listed = _LISTED_GPU.match(event.text)
+            if listed:
+                # collect_env's "GPU models and configuration" / `nvidia-smi -L`: one line a GPU
+                # this host shows, numbered from 0 (the highest number counts them)
+                count = int(listed.group(1)) + 1
+                sink.put("gpus_listed", count, event, rank=count)
+                listing.append(f"{listed.group(1)}: {event.fields['gpu_name']}")
+                sink.put("gpu_listing", list(listing), event, rank=len(listing))
         elif event.kind == "nvidia_smi" and event.fields.get("devices"):
             device = event.fields["devices"][0]
             sink.put("gpu_name", device["name"], event, rank=2)
@@ -1482,6 +1519,12 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("accelerator", event.fields["vendor"], event, rank=1)
         elif event.kind == "logo_model" or (event.kind == "version" and "model" in event.fields):
             sink.put("model", event.fields["model"], event, rank=2)
+        elif event.kind == "docker_gpus":
+            sink.put("docker_gpu_devices", event.fields["devices"], event, rank=1)
+        elif event.kind == "shared_gpu":
+            sink.put("gpu_shared_by", event.fields["how"], event, rank=1)
+        elif event.kind == "phase" and "model" in event.fields:
+            sink.put("model", event.fields["model"], event, rank=1)
         elif event.kind == "gpu_blocks" and event.fields.get("device") == "CPU" and device_blocks:
             continue
         elif event.kind == "blocks_override" and event.fields.get("computed_blocks") == 0 and graph_profiled:

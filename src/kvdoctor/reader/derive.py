@@ -95,6 +95,7 @@ def derive(facts: Facts) -> Facts:
     _profile_overhead(out)
     _batch_share(out)
     _smallest_card(out)
+    _larger_card(out)
     _batch_follows_length(out)
     _cotenant_loading(out)
     _oom_past_weights(out)
@@ -216,6 +217,26 @@ def _smallest_card(out: Facts) -> None:
             _put(out, "smallest_card_name", card.name, source="estimate")
 
 
+def _larger_card(out: Facts) -> None:
+    """Two unlike cards listed for a one-GPU start-up: the largest the catalog knows, where it is
+    larger than the card vLLM used (the one the OOM or the log names), with its listed index."""
+    listing, total = _v(out, "gpu_listing"), _v(out, "total_gpu_gib")
+    if not isinstance(listing, list) or total is None or "mixed_gpus" not in out:
+        return
+    from kvdoctor.memory.catalog import find_gpu
+
+    best: tuple[float, str, str] | None = None
+    for item in listing:
+        index, _, name = str(item).partition(": ")
+        entry = find_gpu(name)
+        if entry is not None and entry.total_gib >= total + 2 and (best is None or entry.total_gib > best[0]):
+            best = (entry.total_gib, entry.name, index)
+    if best is not None:
+        _put(out, "larger_card_gib", best[0], source="estimate")
+        _put(out, "larger_card_name", best[1], source="estimate")
+        _put(out, "larger_card_index", int(best[2]), source="estimate")
+
+
 TIGHT_ON_CARD = 0.76  # the weights' share of a card past which weights and a profile leave no KV
 
 
@@ -322,6 +343,14 @@ def _gpu_total(out: Facts) -> None:
             source="estimate",
         )
         _put(out, "total_gpu_gib_basis", f"the MIG slice {mig}", source="estimate")
+    graphs, util, equal = (
+        _v(out, n) for n in ("cuda_graph_estimate_gib", "gpu_memory_utilization", "equivalent_utilization")
+    )
+    if "total_gpu_gib" not in out and graphs and util and equal and util - equal >= 0.005:
+        # 0.18+ says the fraction set "is equivalent to" one without the graphs' memory: the
+        # graphs are that difference of the card (the figures' rounding: a few percent)
+        _put(out, "total_gpu_gib", round(graphs / (util - equal), 1), source="estimate")
+        _put(out, "total_gpu_gib_basis", "the CUDA-graph line's two fractions", source="estimate")
     name = _v(out, "gpu_name")
     if name is None or "total_gpu_gib" in out:
         return

@@ -298,14 +298,24 @@ def _keyword_settings(m: re.Match[str]) -> Fields:
     return {"flags": flags}
 
 
+_FLAG_PAIR = r"--(gpu-memory-utilization|max-model-len)(?:[ =]|\",\s*\")(\d+(?:\.\d+)?)\b"
+
+
+def _flag_pairs(text: str) -> dict[str, float | int]:
+    flags: dict[str, float | int] = {}
+    for f in re.finditer(_FLAG_PAIR, text):
+        flags.setdefault(f.group(1).replace("-", "_"), float(f.group(2)) if "." in f.group(2) else int(f.group(2)))
+    return flags
+
+
 # a card named where the log (or the ticket around it) says what it ran on: collect_env /
 # `nvidia-smi -L` ("GPU 0: NVIDIA A100-SXM4-80GB (UUID: …)") or prose ("on 2x A100 80GB",
 # "RTX 4090 24GB"); the catalog turns the name into a total when the log prints none
 _GPU_MODEL = (
     r"(?:(?:NVIDIA|Tesla|Quadro)[\s-]+)?(?:GeForce\s+)?"
-    r"((?:RTX\s*)?(?:GH200|GB10|H200|H100|H20|A100|A800|A10G|A6000|A40|A10|L40S|L40|L20|L4|V100|T4|B200|MI300X)"
+    r"((?:RTX\s*)?(?:GH200|GB10|H200|H100|H20|A100|A800|A10G|A6000|A4000|A40|A10|L40S|L40|L20|L4|V100|T4|B200|MI300X)"
     r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3))*(?:[- ]?\d{2,3}\s?G(?:B|iB)?)?"
-    r"|RTX\s*[345]0[6-9]0(?:\s?Ti)?"
+    r"|RTX\s*[345]0[6-9]0(?:\s?Ti)?|RTX\s*6000\s+Ada"
     # (the flagship named bare, "my 4090 box", "2x 3090": not a count of tokens or bytes)
     r"|[345]090(?:\s?Ti)?(?!\s*(?:-?\s*tokens?|[KMG]i?B|ms|s)\b))\b"
 )
@@ -327,7 +337,7 @@ _GPU_NAME = (
 
 _CARD_ON_LINE = re.compile(
     r"(?i)\b(?:RTX\s*[345]0[6-9]0(?:\s?Ti)?"
-    r"|(?:H200|H100|A100|A800|A6000|A40|A10G|L40S|L4|V100|T4)(?:[- ]?\d{2,3}\s?GB)?)\b"
+    r"|(?:H200|H100|A100|A800|A6000|A4000|A40|A10G|L40S|L4|V100|T4)(?:[- ]?\d{2,3}\s?GB)?)\b"
 )
 
 
@@ -718,7 +728,15 @@ def _phase(m: re.Match[str]) -> Fields:
         phase = "sampler_warmup"
     else:
         phase = "weight_loading"
-    return {"phase": phase}
+    fields: Fields = {"phase": phase}
+    # (V1's "Starting to load model Qwen/Qwen2.5-3B-Instruct...": the model this engine loads)
+    named = _LOADING_MODEL.search(m.string) if phase == "weight_loading" else None
+    if named:
+        fields["model"] = named.group(1)
+    return fields
+
+
+_LOADING_MODEL = re.compile(r"Starting to load model (\S+?)\.{3}")
 
 
 def _cache_info(m: re.Match[str]) -> Fields:
@@ -795,6 +813,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
         (
             "Error 804",
             "Error 803",
+            "Error 802",
+            "Error 805",
+            "Insufficient nvidia.com/",
             "forward compatibility was attempted",
             "free disk space",
             "No space left on device",
@@ -832,7 +853,10 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "CUDAContext.cpp",
         ),
         _F(
-            r"(?i)(Error 80[34]: [^.]*|forward compatibility was attempted on non supported HW|"
+            r"(?i)(Error 80[2-5]: [^.]*|forward compatibility was attempted on non supported HW|"
+            # the scheduler cannot place the pod: no node offers the GPU resource it requests (a
+            # MIG node offers nvidia.com/mig-… instead, a full cluster none)
+            r"FailedScheduling .{0,200}?Insufficient nvidia\.com/[\w.-]+|"
             r"Not enough free disk space|No space left on device|Disk quota exceeded|"
             r"exceeds memory available in /dev/shm|--shm-size|"
             r"Waiting for creating a placement group|No available node types can fulfill resource request|"
@@ -898,6 +922,40 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"available shared memory (\d+)\)"
         ),
         _kernel_length_limit,
+    ),
+    # a GPU shared by design with tenants this server cannot stop: Slurm's shard GRES, GKE's
+    # time-sharing, NVIDIA's time-slicing or MPS, HAMi's vGPU, or the reporter saying the other
+    # tenant stays
+    Extractor(
+        "shared_gpu",
+        (
+            "gres=shard",
+            "gres/shard",
+            "gpu-sharing-strategy",
+            "time-sharing",
+            "time-slicing",
+            "timeSlicing",
+            "gpu.shared",
+            "CUDA_MPS_",
+            "cuda-mps",
+            "CUDA_DEVICE_MEMORY_LIMIT",
+            "has to stay",
+            "must stay",
+            "needs to stay",
+            "can't touch",
+            "cannot touch",
+            "can't stop",
+            "cannot stop",
+            "can't kill",
+            "cannot kill",
+        ),
+        _F(
+            r"(?i)(--gres[= ]shard\S*|gres/shard\S*|gpu-sharing-strategy\S*\s*[:=]?\s*\S+|\btime-(?:sharing|slicing)\b|"
+            r"timeSlicing|nvidia\.com/gpu\.shared|CUDA_MPS_\w+|nvidia-cuda-mps\S*|CUDA_DEVICE_MEMORY_LIMIT\S*|"
+            r"\b(?:has|must|needs) to stay\b|\bcan(?:'|no)t (?:touch|stop|kill) "
+            r"(?:it|them|that|the (?:other|tei|embedding|training|trainer|job|container|service))\b)"
+        ),
+        lambda m: {"how": m.group(1)},
     ),
     # a device whose GPU memory is the host's RAM: the fraction takes from what the OS needs
     Extractor(
@@ -1164,9 +1222,15 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "graph_util_hint",
         ("--gpu-memory-utilization",),
         _F(
-            r"--gpu-memory-utilization[= ](\d+(?:\.\d+)?)\D.*increase --gpu-memory-utilization (?:from [\d.]+ )?to (\d+(?:\.\d+)?)"  # noqa: E501
+            r"--gpu-memory-utilization[= ](\d+(?:\.\d+)?)\D"
+            r"(?:.*?is equivalent to --gpu-memory-utilization=(\d+(?:\.\d+)?))?"
+            r".*increase --gpu-memory-utilization (?:from [\d.]+ )?to (\d+(?:\.\d+)?)"
         ),
-        _graph_util_hint,
+        lambda m: {
+            "gpu_memory_utilization": _g(m, 1),
+            "suggested_utilization": _g(m, 3),
+            **({"equivalent_utilization": _g(m, 2)} if m.group(2) else {}),
+        },
     ),
     # §4.2 / §9.1 free memory at start-up: the failing check and the healthy summary share words
     Extractor(
@@ -1412,6 +1476,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ("CUDA_VISIBLE_DEVICES=",),
         _F(r"(?:^|[\s\"'])CUDA_VISIBLE_DEVICES=[\"']?(\d+(?:\s*,\s*\d+)*)[\"']?(?=[\s;&]|$)"),
         lambda m: {"devices": m.group(1).replace(" ", "")},
+    ),
+    # docker's `--gpus '"device=1"'` / `--gpus device=1,2`: the host GPUs the container sees, its
+    # cuda:0 the first of them (a host nvidia-smi's process on another GPU is not this server's)
+    Extractor(
+        "docker_gpus",
+        ("--gpus",),
+        _F(r"--gpus[= ]+['\"]*device=(\d+(?:,\d+)*)"),
+        lambda m: {"devices": m.group(1)},
     ),
     # a MIG slice the process sees (`nvidia-smi -L`: "  MIG 3g.40gb     Device  0: (UUID: MIG-…)"):
     # its memory is the slice's, and one process sees one slice (no tensor parallelism across them)
@@ -1763,11 +1835,12 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # a flag quoted in prose or a ticket: "under `--gpu-memory-utilization 0.3`" (the weakest source)
     Extractor(
         "config_value",
-        ("--gpu-memory-utilization ", "--gpu-memory-utilization=", "--max-model-len"),
-        _F(r"--(gpu-memory-utilization|max-model-len)[ =](\d+(?:\.\d+)?)\b"),
-        lambda m: {
-            "flags": {m.group(1).replace("-", "_"): float(m.group(2)) if "." in m.group(2) else int(m.group(2))}
-        },
+        ("--gpu-memory-utilization ", "--gpu-memory-utilization=", '--gpu-memory-utilization",', "--max-model-len"),
+        # (a JSON array of the argv, as jsonpath prints a container's args: "--max-model-len","32768")
+        _F(_FLAG_PAIR),
+        # (every flag on the line, the first value of each: an argv names both flags, and the
+        # CUDA-graph hint names the fraction set before the one it is "equivalent to")
+        lambda m: {"flags": _flag_pairs(m.string)},
     ),
     Extractor(
         "gpu_name",
