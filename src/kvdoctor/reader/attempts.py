@@ -1519,6 +1519,9 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("accelerator", event.fields["vendor"], event, rank=1)
         elif event.kind == "logo_model" or (event.kind == "version" and "model" in event.fields):
             sink.put("model", event.fields["model"], event, rank=2)
+        elif event.kind == "length_needed" and event.origin.level is None:
+            # (the reporter's words, not a line vLLM logged)
+            sink.put("length_needed", event.fields.get("tokens", "keep"), event, rank=1)
         elif event.kind == "docker_gpus":
             sink.put("docker_gpu_devices", event.fields["devices"], event, rank=1)
         elif event.kind == "shared_gpu":

@@ -76,6 +76,14 @@ def derive(facts: Facts) -> Facts:
             note = "vLLM's default: the non-default arguments the log lists leave it out"
         _put(out, "gpu_memory_utilization_note", note, source="default")
     _gpu_total(out)
+    _host_memory_asked(out)
+    if _v(out, "length_needed") == "keep":
+        # ("lowering to N is not an option": the length asked for is the one needed)
+        needed = out.pop("length_needed")
+        if _v(out, "max_model_len") is not None:
+            out["length_needed"] = Fact(
+                "length_needed", _v(out, "max_model_len"), needed.line, needed.text, True, "log"
+            )
     if _v(out, "graph_profiling_enabled") is not None or _version(out) is not None:
         # where the release (or the log's own line) says whether CUDA graphs count in the budget
         _put(out, "graphs_in_budget", graphs_subtracted(out))
@@ -428,6 +436,17 @@ def _budget_terms(out: Facts) -> None:
         _put(out, "kv_reconstructed_gib", budget - used)
     if budget - used <= 0:
         _put(out, "budget_shortfall_gib", used - budget)
+
+
+def _host_memory_asked(out: Facts) -> None:
+    """The host RAM a launch asks for itself: V0's swap space per GPU (× the TP size), and the
+    weights offloaded to the CPU (a zero offload is none: the fact is dropped)."""
+    swap, tp = _v(out, "swap_space"), _v(out, "tensor_parallel_size") or 1
+    if isinstance(swap, (int, float)) and swap > 0:
+        _put(out, "swap_space_host_gib", round(swap * tp, 1))
+    offload = out.get("cpu_offload_gb")
+    if offload is not None and not (isinstance(offload.value, (int, float)) and offload.value > 0):
+        del out["cpu_offload_gb"]
 
 
 def _profile_overhead(out: Facts) -> None:

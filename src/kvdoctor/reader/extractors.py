@@ -923,6 +923,18 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         _kernel_length_limit,
     ),
+    # the length the reporter needs, said around the log ("I need 32k context", "I don't want to go
+    # under 32k", "lowering to 30608 is not an option"): a shorter --max-model-len is no fix for them
+    Extractor(
+        "length_needed",
+        ("need", "go under", "go below", "not an option"),
+        _F(
+            r"(?i)\b(?:i|we) (?:really )?need (?:the (?:full )?|a |at least )?(\d{1,4})\s?k\b|"
+            r"\b(?:don'?t|do not|can'?t|cannot) (?:want to )?go (?:under|below) (\d{1,4})\s?k\b|"
+            r"\b(lower(?:ing)? (?:it |the length )?to \d+ is not an option)"
+        ),
+        lambda m: {"tokens": int(m.group(1) or m.group(2)) * 1024} if (m.group(1) or m.group(2)) else {"keep": True},
+    ),
     # a GPU shared by design with tenants this server cannot stop: Slurm's shard GRES, GKE's
     # time-sharing, NVIDIA's time-slicing or MPS, HAMi's vGPU, or the reporter saying the other
     # tenant stays

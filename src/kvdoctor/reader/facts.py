@@ -186,6 +186,8 @@ KNOWN_FACTS = frozenset(
         "min_total_gib_to_fit_by_raising",
         "default_max_num_batched_tokens",
         "gpus_listed",
+        "swap_space_host_gib",
+        "length_needed",
         "docker_gpu_devices",
         "gpu_shared_by",
         "gpu_listing",
