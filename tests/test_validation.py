@@ -30,6 +30,10 @@ _spec.loader.exec_module(score)
 # The label rests on what the thread knows and the file does not show (or the thread chose one of
 # two fixes that both work). Keyed by file-name prefix.
 KNOWN_MISSES = {
+    "6208-": "a 7B model named only in the reporter's sentence beside a bare OOM line: the model is not read from prose, so the OOM reads as the weights'",
+    "6210-": "an ms-swift traceback cut mid-frame with no exception: the dev corpus reads such a cut as `other` (collect more log), the label `unknown`",
+    "6213-": "a V0 log cut inside CUDA graph capture with its KV line trimmed: start-up incomplete (unknown), the label healthy from the thread's title",
+    "6215-": "a one-line 'No available memory for the cache blocks': the issue's guide order (look at the card first) against the label's 'collect more log'",
     "1402-": "a KeyError on an Ascend attention layer's name after KV sizing: the thread found no cause, kvdoctor names a version mismatch",
     "411-": "a torch release-candidate regression held the memory: nothing in the log tells it from a co-tenant",
     "414-": "an early-V1 dev build whose version the log does not print: the 1024-sequence default is unprovable",

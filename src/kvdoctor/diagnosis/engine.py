@@ -49,6 +49,22 @@ _OPTIONAL = re.compile(r"\[\[(.*?)\]\]", re.S)
 # the descriptive facts kvdoctor writes itself (notes, estimate bases), said in Chinese where the
 # text is (issue 16); a value not listed here is shown as written
 _ZH_VALUES: tuple[tuple[str, str], ...] = (  # patterns compiled on first use (zh only)
+    (
+        r"^this release takes what other processes hold out of this budget.*$",
+        "这个版本会把其他进程占用的显存从本预算中扣除，所以要把它们的份额也加上去，或者释放它们",
+    ),
+    (
+        r"^this release charges nothing another process holds to this budget but checks.*$",
+        "这个版本不把其他进程占用的显存计入本预算，但启动时会检查比例对应的显存是否空闲，所以调高到显示为空闲的份额以内是安全的",
+    ),
+    (
+        r"^this release charges nothing another process held before start-up to this budget.*$",
+        "这个版本不把启动前其他进程占用的显存计入本预算，所以只要显卡有它规划的空间，调高就是安全的",
+    ),
+    (
+        r"^a process listed there is the likelier cause.*$",
+        "列出的其他进程更可能是原因：先释放显卡，因为比例针对整卡总显存，调高会规划被那个进程占着的显存",
+    ),
     (r"^vLLM's default: the log does not show the fraction$", "vLLM 的默认值：日志没有显示比例"),
     (
         r"^vLLM's default: the non-default arguments the log lists leave it out$",

@@ -1227,6 +1227,21 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
 _OOM_WORDS = re.compile(r"(?i)out of memory|OutOfMemory")
 
 
+# words of a reporter telling of another run ("I already tried --gpu-memory-utilization 0.98",
+# "Yesterday with --max-model-len 131072 I got …")
+_OTHER_TRY = re.compile(r"(?i)\b(?:tried|yesterday|earlier|previously|last (?:time|week)|before that|used to)\b")
+
+
+_SAME_FAILURE = re.compile(
+    r"(?i)\bsame (?:error|failure|thing|result)|\bstill (?:fails|failed|the same|get)|did(?:n'?t| not) help|no luck"
+)
+
+
+def _another_try(event: Event, failed_at: int) -> bool:
+    """A reporter's sentence below the failure naming settings of another try: not this run's."""
+    return event.origin.level is None and event.line > failed_at and _OTHER_TRY.search(event.text) is not None
+
+
 def _loaded_model(attempt: Attempt) -> str | None:
     """The model the engine itself says it loads (V1's "Starting to load model X..."), once."""
     names = {str(e.fields["model"]) for e in attempt.events if e.kind == "phase" and "model" in e.fields}
@@ -1461,9 +1476,16 @@ def attempt_facts(attempt: Attempt) -> Facts:
     recovered = _recovered(attempt)
     listing: list[str] = []  # "index: card" of each GPU a host listing names
     loaded = _loaded_model(attempt)
+    failed_at = next((e.line for e in attempt.events if e.kind in FATAL_KINDS), None)
     for event in attempt.events:
         if event.kind in _CONFIG_KINDS and loaded and _names_other_model(event, loaded):
             continue  # another server's launch pasted beside this one (a second deployment's args)
+        if event.kind in _CONFIG_KINDS and failed_at is not None and _another_try(event, failed_at):
+            tried = (event.fields.get("flags") or {}).get("gpu_memory_utilization")
+            if isinstance(tried, float) and _SAME_FAILURE.search(event.text):
+                # ("I already tried 0.95: same error"): a raise that was tried and did not help
+                sink.put("tried_utilization_failed", tried, event, rank=1)
+            continue
         if event.kind in _CONFIG_KINDS:
             rank = _CONFIG_KINDS[event.kind]
             values = event.fields.get("flags")
@@ -1519,6 +1541,8 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("accelerator", event.fields["vendor"], event, rank=1)
         elif event.kind == "logo_model" or (event.kind == "version" and "model" in event.fields):
             sink.put("model", event.fields["model"], event, rank=2)
+        elif event.kind == "reported_free" and event.origin.level is None:
+            sink.put("reported_free_gib", event.fields["free_gib"], event, rank=1)
         elif event.kind == "length_needed" and event.origin.level is None:
             # (the reporter's words, not a line vLLM logged)
             sink.put("length_needed", event.fields.get("tokens", "keep"), event, rank=1)

@@ -290,6 +290,23 @@ def _oom_past_weights(out: Facts) -> None:
 
 # releases whose fraction charges other processes' memory to this instance (kv-math.md): a second
 # tenant then leaves this one no KV cache even when the card has room
+COTENANT_NOTES = {
+    "charged": (
+        "this release takes what other processes hold out of this budget, so raise by their share as well, or free them"
+    ),
+    "checked": (
+        "this release charges nothing another process holds to this budget but checks at start-up that the "
+        "fraction's share is free, so a raise is safe up to the share shown free"
+    ),
+    "free": (
+        "this release charges nothing another process held before start-up to this budget, so a raise is safe "
+        "while the card has the room it plans"
+    ),
+    "unknown": (
+        "a process listed there is the likelier cause: free the card first, since the fraction is of its TOTAL "
+        "memory and a raise plans memory that process holds"
+    ),
+}
 _CHARGED = (((0, 2, 5), (0, 3, 1), None), ((0, 6, 4), (0, 6, 5), None), ((0, 7, 0), (0, 9, 1), "v1"))
 # V1 profiled 1024 sequences on every GPU from 0.8.0 until vLLM PR #16158 (0.8.4)
 _SEQS_1024 = ((0, 8, 0), (0, 8, 4))
@@ -328,6 +345,15 @@ def _era_flags(out: Facts) -> None:
             if checked
             else "this release charges no memory another process held before start-up to the fraction",
         )
+    # what a co-tenant means for a raise, by what the release does with its memory
+    sure = any(lo <= span[0] and span[1] <= hi and (need is None or engine == need) for lo, hi, need in _CHARGED)
+    if sure:
+        note = COTENANT_NOTES["charged"]
+    elif "others_not_charged_note" in out:
+        note = COTENANT_NOTES["checked" if engine == "v1" and span[0] >= (0, 9, 1) else "free"]
+    else:
+        note = COTENANT_NOTES["unknown"]
+    _put(out, "cotenant_raise_note", note)
     if engine == "v1" and "max_num_seqs" not in out and _overlaps(span, *_SEQS_1024):
         _put(out, "default_seqs_1024_possible", True)
 

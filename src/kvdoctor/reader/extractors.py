@@ -935,6 +935,16 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         lambda m: {"tokens": int(m.group(1) or m.group(2)) * 1024} if (m.group(1) or m.group(2)) else {"keep": True},
     ),
+    # the free memory a reporter says the card had ("I have more than 70GB gpu free")
+    Extractor(
+        "reported_free",
+        ("free",),
+        _F(
+            r"(?i)\b(?:i|we) (?:have|had|got|see|saw) (?:more than |over |about |~)?(\d{1,3}(?:\.\d+)?)\s?GB?i?B? "
+            r"(?:of )?(?:gpu |vram |gpu memory |memory )?free\b"
+        ),
+        lambda m: {"free_gib": float(m.group(1))},
+    ),
     # a GPU shared by design with tenants this server cannot stop: Slurm's shard GRES, GKE's
     # time-sharing, NVIDIA's time-slicing or MPS, HAMi's vGPU, or the reporter saying the other
     # tenant stays
