@@ -197,6 +197,42 @@ REFUSALS = [
 ]
 
 
+REFUSALS.append(
+    # round 42: NIM's model hub client cannot reach the registry (a pod without egress)
+    (
+        '{"level": "None", "message": "[09-25 19:03:45.989 ERROR  nim_sdk::hub::repo  rust/nim-sdk/src/hub/repo.rs:119] error sending request for url (https://api.ngc.nvidia.com/v2/org/nim/team/meta/models/llama-3_1-70b-instruct/files)"}',
+        "network",
+    )
+)
+
+
+def test_a_notebooks_traceback_named_only_in_its_header_is_that_exception() -> None:
+    # IPython prints the exception's type above the frames and its message at the bottom; a
+    # pasted cell cut before the bottom still names the Hub's lookup failure
+    log = "\n".join(
+        [
+            "---------------------------------------------------------------------------",
+            "LocalEntryNotFoundError                   Traceback (most recent call last)",
+            "Cell In[2], line 1",
+            '----> 1 llm = LLM(model="facebook/opt-125m")',
+            "File ~/envs/x/lib/python3.8/site-packages/vllm/entrypoints/llm.py:62, in LLM.__init__(self, model)",
+            "---> 62 self.llm_engine = LLMEngine.from_engine_args(engine_args)",
+        ]
+    )
+    report = diagnose(log)
+    assert (report.verdict, report.facts["error_type"], report.diagnoses[0].remedies[0].action) == (
+        "other",
+        "LocalEntryNotFoundError",
+        "fix_environment",
+    )
+    # the message at the bottom, where it is there, is the one read (an OOM stays an OOM)
+    oom = (
+        log
+        + "\nOutOfMemoryError: CUDA out of memory. Tried to allocate 1002.00 MiB. GPU 0 has a total capacity of 14.75 GiB of which 823.06 MiB is free."
+    )
+    assert diagnose(oom.replace("LocalEntryNotFoundError", "OutOfMemoryError", 1)).verdict == "cuda_oom"
+
+
 @pytest.mark.parametrize(("line", "kind"), REFUSALS, ids=[line[:40] for line, _ in REFUSALS])
 def test_a_refusal_line_names_the_environment_kind(line: str, kind: str) -> None:
     log = "\n".join(

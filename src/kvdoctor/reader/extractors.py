@@ -587,7 +587,7 @@ def _environment_error(m: re.Match[str]) -> Fields:
         kind = "toolchain"
     elif text.startswith("cuda error (") or "no kernel image" in text:
         kind = "kernel build"
-    elif "gloo" in text or "tcp client" in text:
+    elif "gloo" in text or "tcp client" in text or "sending request" in text:
         kind = "network"
     elif "bind for" in text or "already allocated" in text:
         kind = "port"
@@ -851,6 +851,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "unsupported toolchain",
             "invalid device ordinal",
             "CUDAContext.cpp",
+            "error sending request for url",
         ),
         _F(
             r"(?i)(Error 80[2-5]: [^.]*|forward compatibility was attempted on non supported HW|"
@@ -870,6 +871,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
             # Gloo (the CPU group every distributed start-up creates) cannot reach a peer: the host
             # network interface, not the GPU
             r"Gloo connectFullMesh failed|"
+            # a model hub's download refused by the network (NIM's Rust client, reqwest's wording)
+            r"error sending request for url \(\S+\)|"
             # a TPU host's VFIO mapping refused (a driver limit, not HBM)
             r"RESOURCE_EXHAUSTED: ioctl failed|"
             # docker could not publish the port: another container (an old server) holds it
@@ -1685,6 +1688,15 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ("KeyboardInterrupt",),
         _F(r"^\s*KeyboardInterrupt\s*$"),
         lambda m: {"type": "KeyboardInterrupt", "message": "interrupted (Ctrl-C or SIGINT)"},
+    ),
+    # IPython / Jupyter names the exception at the top of its traceback ("LocalEntryNotFoundError
+    # <spaces> Traceback (most recent call last)") and its message at the bottom, which a pasted
+    # cell often lacks
+    Extractor(
+        "exception",
+        ("Traceback (most recent call last)",),
+        _F(r"^\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt))\s{2,}Traceback \(most recent call last\)"),
+        lambda m: {"type": m.group(1), "message": "(message cut; IPython named the type above the frames)"},
     ),
     # uvicorn reporting a request that raised inside the API server: the server was up and serving;
     # V1's engine dumping the batch it was running when its step raised (0.9.2+, a scheduled batch:

@@ -130,7 +130,14 @@ def _request_schemas() -> dict[str, Any]:
             "description": "A file part is the log (any part name but `probe`); a `log` field works too.",
             "required": ["file"],
             "properties": {
-                "file": {"type": "string", "format": "binary", "minLength": 1, "description": "The log (or a .gz)."},
+                "file": {
+                    "type": "string",
+                    "format": "binary",
+                    "minLength": 1,
+                    # (a blank log is refused with 422, as a JSON body's)
+                    "pattern": NON_BLANK,
+                    "description": "The log (or a .gz); not blank.",
+                },
                 "lang": {"enum": [*LANGS, ""], "description": lang["description"]},
                 "probe": _ref("Probe"),
             },
