@@ -650,6 +650,14 @@ def _exception(m: re.Match[str]) -> Fields:
     return {"type": m.group(1), "message": m.group(2).strip()}
 
 
+def _ipython_header(m: re.Match[str]) -> Fields | None:
+    """IPython's header line: the type only (torch's OOM is left to its frames and its message,
+    which the OOM readers know)."""
+    if m.group(1).endswith("OutOfMemoryError"):
+        return None
+    return {"type": m.group(1), "message": "(message cut; IPython named the type above the frames)"}
+
+
 def _message_as(exception_type: str) -> Callable[[re.Match[str]], Fields]:
     """An error's message printed without its exception type, under the type that raises it."""
 
@@ -1696,7 +1704,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "exception",
         ("Traceback (most recent call last)",),
         _F(r"^\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt))\s{2,}Traceback \(most recent call last\)"),
-        lambda m: {"type": m.group(1), "message": "(message cut; IPython named the type above the frames)"},
+        _ipython_header,
     ),
     # uvicorn reporting a request that raised inside the API server: the server was up and serving;
     # V1's engine dumping the batch it was running when its step raised (0.9.2+, a scheduled batch:
