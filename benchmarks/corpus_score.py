@@ -38,7 +38,8 @@ REMEDY = {
     "lower_utilization": {"lower_gpu_memory_utilization", "lower_cpu_kv_cache_space"},
     "enforce_eager": {"enforce_eager"},
     "fix_environment": {"fix_environment"},
-    "fix_config": {"fix_config"},
+    # (a flag set to a value that cannot work: --kv-cache-memory's own action is that flag's fix)
+    "fix_config": {"fix_config", "set_kv_cache_memory_bytes"},
     "need_more_info": {"collect_more_log"},
     "none": {None},
 }
@@ -65,8 +66,15 @@ def same(a: object, b: object) -> bool:
     return a == b
 
 
+CAUSE_LETTER = {"utilization_too_low": "a", "other_process": "b", "model_too_large": "c", "profile_overhead": "d"}
+
+
 def opposite(label: dict[str, Any], action: str | None) -> bool:
-    klass, sub = label["class"], label.get("subcause") or label.get("subcause_inferred")
+    klass = label["class"]
+    if wanted(label) is not None and action in REMEDY.get(str(wanted(label)), set()):
+        return False  # (what the label itself asks for is never the opposite of it)
+    # (the hand-built variants name the cause, the real logs its letter)
+    sub = label.get("subcause") or label.get("subcause_inferred") or CAUSE_LETTER.get(label.get("cause") or "")
     if action == "raise_gpu_memory_utilization" and (klass == "insufficient_free_memory_at_startup" or sub == "b"):
         return True
     if action == "lower_gpu_memory_utilization" and klass == "max_model_len_too_large":

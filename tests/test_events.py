@@ -438,7 +438,7 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     (
         "INFO 09-15 [gpu_worker.py:1] Initial free memory 78.50 GiB, reserved 4.25 GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped memory profiling.",
         "kv_cache_memory_bytes",
-        {"kv_cache_memory_bytes": 4563402752},
+        {"kv_cache_memory_bytes_reserved": 4563402752},
     ),
     ("INFO:     Shutting down", "shutdown", {}),
     # IPython / Jupyter and boxed (rich) frames

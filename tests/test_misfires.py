@@ -663,3 +663,19 @@ def test_a_negative_kv_with_printed_weights_bounds_the_card_and_the_fraction() -
     assert report.facts["total_gpu_gib_at_least"] == 75.7
     top = report.diagnoses[0]
     assert (top.remedies[0].action, top.remedies[0].value) == ("raise_gpu_memory_utilization", 0.92)
+
+
+def test_a_kv_size_copied_from_a_bigger_card_is_told_a_size_that_fits_this_one() -> None:
+    # --kv-cache-memory-bytes 58212392894 (an H100's suggestion) on a 44.42 GiB L40S at 0.85:
+    # vLLM skipped the profile that prints the size that fits, so kvdoctor estimates it from the
+    # fraction in force less the 15.27 GiB of weights and the overheads, and says it estimated
+    variants = HERE.parent / "variants" / "round42-t"
+    top = diagnose(
+        variants / "t01-v1-0120-issue-kv-cache-memory-bytes-copied-from-h100-onto-l40s-kv-alloc-oom.md"
+    ).diagnoses[0]
+    assert "58212392894 bytes" in top.explanation  # (the flag's own value, not the rounded GiB)
+    first = top.remedies[0]
+    assert first.action == "set_kv_cache_memory_bytes" and "estimate" in first.text
+    # what fits by the log's own figures: below 0.85 × 44.42 − 15.27 = 22.49 GiB, above half of it
+    assert 11 * 2**30 < float(first.value) < (0.85 * 44.42 - 15.27) * 2**30
+    assert "lower_gpu_memory_utilization" in [a.action for a in top.avoid]

@@ -251,6 +251,13 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         out["min_utilization_for_weights"] = _fraction_of(base + short_request, ctx.total)
         _length_at_safe_fraction(ctx, out, facts, weights + overheads, layout)
     _batch_saving(ctx, out)
+    if _num(facts, "kv_cache_memory_bytes") is not None and ctx.total and weights is not None:
+        # what --kv-cache-memory can hold on this card where vLLM skipped the profile that would
+        # print it: the fraction in force (or what is free, if less) less weights and overheads
+        free = _num(facts, "free_gpu_gib_at_startup") or ctx.total
+        room = min(free, ctx.total * (ctx.util or 0.9)) - weights - ctx.overheads(ctx.tp) - 0.5
+        if room > 0:
+            out["kv_cache_memory_bytes_to_fit_estimate"] = int(room * GIB) // 10**8 * 10**8
     kv_gib = logged_gib
     if ctx.total and ctx.util:
         budget = ctx.total * ctx.util

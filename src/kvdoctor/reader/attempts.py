@@ -348,6 +348,7 @@ def _dump_facts(sink: _FactSink, event: Event, values: dict[str, Any], rank: int
 # Figures an event carries under its fact name (max_model_len has its own precedence).
 _SIMPLE_FIGURES = tuple(n for n in FIGURES if n != "max_model_len") + (
     "kv_cache_memory_bytes",
+    "kv_cache_memory_bytes_reserved",
     "cuda_graph_estimate_gib",
     "budget_gib",
     "consumed_gib",

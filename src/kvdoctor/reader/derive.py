@@ -64,6 +64,12 @@ def default_utilization(facts: Facts) -> float:
 
 def derive(facts: Facts) -> Facts:
     out = dict(facts)
+    reserved = out.get("kv_cache_memory_bytes_reserved")
+    if reserved is not None and "kv_cache_memory_bytes" not in out:
+        # (the arguments are cut: the reservation line shows the flag was set, to the GiB)
+        out["kv_cache_memory_bytes"] = Fact(
+            "kv_cache_memory_bytes", reserved.value, reserved.line, reserved.text, True, reserved.source
+        )
     if "gpu_memory_utilization" not in out and "kv_cache_memory_bytes" not in out and out:
         _put(out, "gpu_memory_utilization", default_utilization(out), source="default")
         _put(out, "utilization_default", True, source="default")

@@ -223,7 +223,8 @@ def _kv_bytes(m: re.Match[str]) -> Fields:
     return {
         "free_gpu_gib_at_startup": bytes_or_gib(m.group(1)),
         "kv_cache_gib": kv,
-        "kv_cache_memory_bytes": int(kv * (1 << 30)),
+        # (the bytes rounded to GiB: the flag's own value, where the arguments show it, is exact)
+        "kv_cache_memory_bytes_reserved": int(kv * (1 << 30)),
     }
 
 

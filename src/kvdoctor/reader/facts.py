@@ -119,6 +119,8 @@ KNOWN_FACTS = frozenset(
         "equivalent_utilization",
         "kv_cache_memory_bytes_to_fit",
         "kv_cache_memory_bytes_full",
+        "kv_cache_memory_bytes_reserved",
+        "kv_cache_memory_bytes_to_fit_estimate",
         # out-of-memory
         "oom_phase",
         "oom_phase_inferred",
