@@ -30,6 +30,10 @@ _spec.loader.exec_module(score)
 # The label rests on what the thread knows and the file does not show (or the thread chose one of
 # two fixes that both work). Keyed by file-name prefix.
 KNOWN_MISSES = {
+    "6441-": "a runpod worker's traceback cut at `WorkerProc(*args, **kwargs)`: the dev corpus reads such a cut as `other` (collect more log), the label `unknown`",
+    "6443-": "a one-line 'No available memory for the cache blocks' from a generated run.sh: the guide's order (look at the card first) against the PR's missing --max-num-batched-tokens",
+    "6445-": "a DSPy server whose paste stops after the weights: the thread says it served, the log shows no outcome (unknown)",
+    "6483-": "a page whose log stops at the architecture line: the OOM is only in the post's title (unknown, collect more log)",
     "6208-": "a 7B model named only in the reporter's sentence beside a bare OOM line: the model is not read from prose, so the OOM reads as the weights'",
     "6210-": "an ms-swift traceback cut mid-frame with no exception: the dev corpus reads such a cut as `other` (collect more log), the label `unknown`",
     "6213-": "a V0 log cut inside CUDA graph capture with its KV line trimmed: start-up incomplete (unknown), the label healthy from the thread's title",

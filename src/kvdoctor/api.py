@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from kvdoctor.diagnosis.engine import evaluate_attempt, external_fact
 from kvdoctor.diagnosis.report import Report
 from kvdoctor.diagnosis.rules import Rule, rules_for
+from kvdoctor.reader.attempts import START_KINDS
 from kvdoctor.reader.facts import Facts
 from kvdoctor.reader.lines import READ_ERROR, iter_sparse_lines, open_source
 from kvdoctor.reader.pipeline import Analysis, analyse_lines
@@ -66,8 +67,32 @@ def probe_facts(snapshot: Any, analysis: Analysis, *, live: bool) -> Facts:
     last = analysis.last if analysis.attempts else None
     pids = frozenset(r["pid"] for r in last.ranks if r.get("pid")) if last else frozenset()
     shown = (last.facts.get("cuda_visible_devices") or last.facts.get("docker_gpu_devices")) if last else None
-    first = str(shown.value).split(",")[0].strip() if shown is not None else ""
-    values = snapshot_facts(snapshot, vllm_pids=pids, visible_index=int(first) if first.isdigit() else None)
+    listed = [d.strip() for d in str(shown.value).split(",")] if shown is not None else []
+    failing = last.facts.get("oom_gpu_index") if last else None
+    index = int(failing.value) if failing is not None and isinstance(failing.value, int) else 0
+    # the GPU the OOM names (cuda:N), through CUDA_VISIBLE_DEVICES to the host's index; else the first
+    host = listed[index] if index < len(listed) else (listed[0] if listed else (str(index) if failing else ""))
+    values = snapshot_facts(snapshot, vllm_pids=pids, visible_index=int(host) if host.isdigit() else None)
+    launch = min((e.line for e in last.events if e.kind in START_KINDS), default=None) if last else None
+    if (
+        not live
+        and launch is not None
+        and analysis.smi_lines
+        and analysis.smi_lines[-1] < launch
+        and not values.get("gpu.other_process_count")
+        and float(values.get("gpu.used_gib") or 0.0) >= 1.0  # type: ignore[arg-type]
+    ):
+        # nvidia-smi run before this launch ("$ nvidia-smi --query-gpu=…", then "$ vllm serve …"),
+        # no process listed: what the device had in use then was other programs' memory
+        values["gpu.other_process_gib"] = round(float(values["gpu.used_gib"]), 2)  # type: ignore[arg-type]
+        values["gpu.taken_before_start"] = True
+    idle = values.get("gpu.idle_indices")
+    if isinstance(idle, list) and last is not None and values.get("gpu.other_process_count"):
+        # as many idle GPUs as the layout needs (those the launch already named first): pin there
+        size = _int_fact(last.facts, "tensor_parallel_size") * _int_fact(last.facts, "pipeline_parallel_size")
+        if len(idle) >= size:
+            chosen = sorted(idle, key=lambda i: (str(i) not in listed, i))[:size]
+            values["gpu.pin_devices"] = ",".join(str(i) for i in sorted(chosen))
     failed_at = _failure_line(last)
     if failed_at is not None and "gpu.taken_after_failure" not in values:
         if live:
@@ -75,6 +100,11 @@ def probe_facts(snapshot: Any, analysis: Analysis, *, live: bool) -> Facts:
         elif analysis.smi_lines:
             values["gpu.taken_after_failure"] = analysis.smi_lines[0] > failed_at
     return {name: external_fact(name, value, "probe") for name, value in values.items()}
+
+
+def _int_fact(facts: Facts, name: str) -> int:
+    fact = facts.get(name)
+    return int(fact.value) if fact is not None and isinstance(fact.value, int) and fact.value > 0 else 1
 
 
 def _failure_line(attempt: Any) -> int | None:

@@ -32,6 +32,15 @@ def snapshot_facts(
     device = target_device(snapshot, vllm_pids, visible_index)
     if device is not None:
         facts.update(_device_facts(device))
+        # the host's other GPUs that hold nothing (a query of every GPU, a full table): where a
+        # co-tenant holds the one vLLM used, these are where it could run instead
+        idle = [
+            d.index
+            for d in snapshot.devices
+            if d.index != device.index and d.used_gib is not None and d.used_gib < 0.5 and not snapshot.processes_on(d)
+        ]
+        if idle:
+            facts["gpu.idle_indices"] = idle
     listed = [p for p in _processes_of(snapshot, device) if p.pid not in vllm_pids]
     # (a vLLM-named process beside processes of other programs is this server; alone, it may be
     # a stale one an earlier start-up left, which holds memory as any other tenant does)
@@ -69,10 +78,11 @@ def target_device(
 def _device_facts(device: Device) -> dict[str, object]:
     facts: dict[str, object] = {
         "gpu.device_index": device.index,
-        "gpu.name": device.name,
         "gpu.mig": device.mig,
         "gpu.uma": device.uma,
     }
+    if device.name and device.name != "unknown":  # (a CSV query without the name column)
+        facts["gpu.name"] = device.name
     for name, value in (
         ("gpu.total_gib", device.total_gib),
         ("gpu.free_gib", device.free_gib),

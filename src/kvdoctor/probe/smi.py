@@ -33,6 +33,8 @@ _TYPE = r"(C\+G|M\+C|C|G|M)"
 _TAIL = r"\s+(.*?)\s+(\d+\s*MiB|N/A)\s*\|$"
 _PROC_ROW = re.compile(r"^\|\s*(\d+)\s+(N/A|\d+)\s+(N/A|\d+)\s+(\d+)\s+" + _TYPE + _TAIL)
 _PROC_ROW_OLD = re.compile(r"^\|\s*(\d+)\s+(\d+)\s+" + _TYPE + _TAIL)  # drivers before 450
+# a shell prompt: "$ ps …", "host:~$ ps …", "root@box:/srv# ps …"
+_PROMPT = re.compile(r"^(?:[\w.@-]+:[~/][^\s$#]*)?[$#] ")
 _COMMAND = re.compile(r"nvidia-smi\b.*--query-(gpu|compute-apps)=([\w.,]+)(?:.*--format=(\S+))?")
 _FIELD = re.compile(r"^[a-z_.]+(?: \[[^\]]+\])?$")
 _NA = {"", "N/A", "[N/A]", "[Not Supported]", "Not Supported", "[Unknown Error]", "[Not Found]"}
@@ -265,6 +267,8 @@ class SmiReader:
         self._proc_rows.append(_Row(proc, gi, ci))
 
     def _csv_line(self, line: str) -> bool:
+        if _PROMPT.match(line):
+            return False  # the next command at a shell prompt ends the output
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != len(self._fields):
             # a blank line between the command and its output does not end the block

@@ -820,6 +820,8 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
             sink.put(name, round(f[key], 3), event, rank=3)
     if "processes" in f:
         sink.put("oom_other_pids", [p["pid"] for p in f["processes"]], event, rank=3)
+    if "gpu_index" in f:
+        sink.put("oom_gpu_index", f["gpu_index"], event, rank=3)  # ("GPU 2 has a total capacity …": cuda:2)
     if "process_gib" not in f and {"total_gpu_gib", "this_process_gib", "free_gib"} <= f.keys():
         # torch <= 2.0 names no other process: what neither this process reserved nor is free is
         # held by someone else ("44.56 GiB total capacity; … 565 MiB free; 27.93 GiB reserved"),
@@ -972,6 +974,10 @@ def _kv_sized(event: Event) -> bool:
         return False
     figure = event.fields.get("gpu_blocks", event.fields.get("kv_cache_gib"))
     return event.kind == "kv_cache_size" or (figure or 0) > 0
+
+
+# pytest's failure lines: the "E   " prefix of an assertion's report, the short summary's "FAILED"
+_PYTEST_FAILURE = re.compile(r"^(?:E {2,}\S|FAILED \S+::\S+ - )")
 
 
 def _outcome_facts(sink: _FactSink, attempt: Attempt, recovered: set[int]) -> None:
@@ -1168,6 +1174,15 @@ def _started(sink: _FactSink, attempt: Attempt, fatal: list[Event]) -> bool:
         # the engine had started, then the program around it raised, in its own code only (an RL
         # framework's asyncio teardown, a script's bug): not vLLM's start-up, nor its memory
         sink.put("failed_while_serving", "the calling program, outside vLLM", frames_after[0], rank=2)
+        return True
+    if (
+        after
+        and all(e.kind == "exception" and _PYTEST_FAILURE.match(e.text) for e in after)
+        and not any(_is_wrapper(e) or _OOM_WORDS.search(e.fields.get("message", "")) for e in after)
+    ):
+        # pytest's report of a test run against the server once it served ("E   AssertionError: …",
+        # "FAILED tests/x.py::test_y - …"): the test's verdict on a reply, not the start-up's
+        sink.put("failed_while_serving", "a test run against the server", after[0], rank=2)
         return True
     dump = next((e for e in attempt.events if e.kind == "request_error" and e.fields["scheduled"]), None)
     if dump is not None and not any(e.line < dump.line for e in fatal if e.kind != "frame"):
@@ -1519,7 +1534,8 @@ def attempt_facts(attempt: Attempt) -> Facts:
                 sink.put("gpu_listing", list(listing), event, rank=len(listing))
         elif event.kind == "nvidia_smi" and event.fields.get("devices"):
             device = event.fields["devices"][0]
-            sink.put("gpu_name", device["name"], event, rank=2)
+            if device["name"] and device["name"] != "unknown":  # (a CSV query without the name)
+                sink.put("gpu_name", device["name"], event, rank=2)
             if device.get("total_gib"):
                 sink.put("total_gpu_gib", round(device["total_gib"], 2), event, rank=0)
         elif event.kind == "environment_error" and id(event) not in recovered:

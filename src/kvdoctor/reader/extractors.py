@@ -672,6 +672,10 @@ def _frame(m: re.Match[str]) -> Fields:
     return {"file": m.group(1), "function": m.group(2)}
 
 
+def _ipython7_frame(m: re.Match[str]) -> Fields:
+    return {"file": m.group(1) or "<ipython-input>", "function": m.group(2)}
+
+
 def _command(m: re.Match[str]) -> Fields | None:
     text = m.string
     if 'File "' in text or not is_vllm_command(text):
@@ -2138,6 +2142,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # IPython/Jupyter: "File ~/.local/…/utils.py:785, in wait_for_engine_startup(" and
     # "File [~/…/cache_engine.py:64](http://…), in CacheEngine._allocate_kv_cache(self, …)"
     Extractor("frame", ("File ",), _F(r"File \[?~?([^\s\]]+\.py):\d+\]?(?:\([^)]*\))?, in ([\w.]+)"), _frame),
+    # IPython 7 and Colab: "/opt/conda/…/gpu_model_runner.py in _dummy_sampler_run(self, hidden_states)"
+    Extractor("frame", (".py in ",), _F(r"^\s*(?:<ipython-input-[\w-]+>|(\S+\.py)) in ([\w.<>]+)\("), _ipython7_frame),
     Extractor(
         "traceback",
         ("Traceback (most recent call last)",),

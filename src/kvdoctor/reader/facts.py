@@ -136,6 +136,7 @@ KNOWN_FACTS = frozenset(
         "oom_allowed_gib",
         "oom_reserved_unallocated_gib",
         "oom_other_pids",
+        "oom_gpu_index",
         "warmup_dummy_requests",
         "traceback_phase",
         "traceback_phase_from_step",

@@ -24,8 +24,13 @@ _EXC_START = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Interrupt)|AssertionEr
 _NEW_RECORD = re.compile(
     r"^\s*(?:$|Traceback|File \"|During handling|The above exception|\[|\((?!\d)|\$ |#|\||[│╭╰]|`{3}|~{3}|"
     r"[\w.]+(?:Error|Exception|Interrupt)\b|INFO|WARNING|ERROR|DEBUG|\d{4}-\d\d-\d\d|"
-    r"\d\d-\d\d |Process \S+:$|\S+:$|[+=-]{3})"
+    r"\d\d-\d\d |Process \S+:$|\S+:$|[+=-]{3}"
+    # a shell prompt: "host:~$ nvidia-smi …", "user@box:/srv# vllm serve …"
+    r"|[\w.@-]+:[~/][^\s$#]*[$#] )"
 )
+# an nvidia-smi query command ends with its format: the CSV row after it is its output
+_SMI_QUERY_DONE = re.compile(r"nvidia-smi\b.*--query-[\w-]+=\S+.*--format=[\w,]+$")
+_PROMPT = re.compile(r"^[\w.@-]+:[~/][^\s$#]*[$#] ")
 # Sentences vLLM prints on one line that pastes and log viewers split (corpus 075; the 0.26+
 # start-up summary split after "on startup.").
 _KNOWN_CONTINUATION = re.compile(
@@ -104,7 +109,7 @@ def _own_prefix(line: Line) -> bool:
 
 def _terminal_wrap(previous: Line, line: Line) -> bool:
     """The previous physical line was cut at the terminal width in the middle of a token."""
-    if _own_prefix(line):
+    if _own_prefix(line) or _SMI_QUERY_DONE.search(previous.raw):
         return False
     # (at exactly 80 columns only inside an exception message or an open parenthesis: many a short
     # record is 80 characters long by chance)
@@ -210,7 +215,7 @@ def wrap_width(lines: list[Line]) -> int | None:
 def _starts_no_record(line: Line) -> bool:
     """Nothing marks `line` as a record of its own: no prefix of its own, no indent (a line
     re-wrapped by hand, or a traceback's), no klog header and no traceback marker."""
-    if _own_prefix(line) or line.raw[:2] == "  ":
+    if _own_prefix(line) or line.raw[:2] == "  " or _PROMPT.match(line.raw):
         return False
     return not _KLOG.match(line.raw) and not _TRACEBACK_MARK.match(line.raw)
 
