@@ -683,6 +683,12 @@ def test_a_kv_size_copied_from_a_bigger_card_is_told_a_size_that_fits_this_one()
 
 
 ROUND43 = HERE.parent / "variants"
+S01 = "s01-v1-0111-lora-8-slots-rank128-l4-weights-line-inflated-no-cache.log"
+S04 = "s04-v1-0130-ticket-gemma3-27b-disable-hybrid-kv-manager-all-layers-full-maxlen.md"
+S08 = "s08-v1-0110-k8s-qwen3-next-80b-fp8-hybrid-block544-one-h100-negative-kv.log"
+S10 = "s10-v0-064p1-mllama-11b-vision-h100-256-seqs-image-profile-peak-no-blocks.log"
+P09 = "p09-v0-0641p1-4090-desktop-llama31-8b-lora-16x-rank64-no-blocks-xorg-580mib-nvidia-smi.txt"
+V07 = "v07-v1-0130-compose-2x3090-qwen25-32b-bf16-tp2-oom-no-phase.md"
 
 
 def test_a_co_tenant_on_one_of_several_gpus_is_told_the_idle_ones() -> None:
@@ -741,3 +747,66 @@ def test_ipython7_frames_name_the_step_of_a_chained_traceback() -> None:
     )
     top = report.diagnoses[0]
     assert (top.rule, top.phase) == ("cuda-oom-sampler-warmup", "sampler_warmup")
+
+
+def test_lora_slots_that_take_the_kv_cache_are_cut_before_any_sharding() -> None:
+    # 8 slots × rank 128 on Llama-3.1-8B: ≈5.0 GiB of adapter slots per GPU (V1's weights line
+    # reads 19.99 GiB against 14.99 of weights); two slots leave one request its KV cache
+    top = diagnose(ROUND43 / "round43-s" / S01).diagnoses[0]
+    first = top.remedies[0]
+    assert (first.action, first.value) == ("fix_config", 2)
+    assert "--max-loras 2" in first.text and "5.0 GiB" in first.text
+
+
+def test_v0_lora_slots_are_this_instances_memory_not_a_co_tenants() -> None:
+    # 0.6.4 measures the memory in use after the LoRA slots are made: 6.5 GiB "before the profile"
+    # is the slots' 5 GiB and a desktop's half GiB, not another process to stop
+    top = diagnose(HERE.parent / "variants" / "round41-p" / P09).diagnoses[0]
+    assert top.cause != "other_process"
+    assert top.remedies[0].action == "fix_config" and "--max-loras" in top.remedies[0].text
+
+
+def test_the_hybrid_managers_flag_that_keeps_sliding_layers_whole_is_named() -> None:
+    # Gemma-3-27B with --disable-hybrid-kv-cache-manager: 62 GiB for one 131072-token request, the
+    # sliding layers' window only with the manager back, which fits the 16.97 GiB there
+    top = diagnose(ROUND43 / "round43-s" / S04).diagnoses[0]
+    assert top.remedies[0].action == "fix_config"
+    assert "--disable-hybrid-kv-cache-manager" in top.remedies[0].text
+    assert top.remedies[1].action == "lower_max_model_len"
+
+
+def test_an_encoder_decoder_v0_profile_is_cut_by_its_sequences_not_a_refused_batch() -> None:
+    # mllama on V0 0.6.4 at --max-model-len 8192, chunked prefill off: a batch of 2048 is refused
+    # below the length (and encoder-decoder models have no chunked prefill), so fewer sequences lead
+    top = diagnose(ROUND43 / "round43-s" / S10).diagnoses[0]
+    assert top.remedies[0].action == "reduce_max_num_seqs"
+    assert not any("--max-num-batched-tokens 2048" in r.text for r in top.remedies)
+
+
+def test_a_fraction_the_reporter_only_plans_or_asks_about_is_not_this_runs() -> None:
+    # "Plan was to set --gpu-memory-utilization 0.99 next." below the log; "Should I set
+    # gpu_memory_utilization=0.99?" below another: the fraction in force is vLLM's default
+    assert diagnose(ROUND43 / "round43-s" / S08).facts["gpu_memory_utilization"] == 0.9
+    f03 = (
+        HERE.parent
+        / "variants"
+        / "round39-f"
+        / "f03-v1-085-forum-a100-40-llama33-70b-bnb4bit-llm-already-4bit-no-cache.md"
+    )
+    report = diagnose(f03)
+    assert report.facts["gpu_memory_utilization"] == 0.9
+    # (the LLM( call's keyword arguments, one per line, name the model: its 4-bit 70B fills the card)
+    assert report.facts["model"] == "unsloth/Llama-3.3-70B-Instruct-bnb-4bit"
+    assert report.diagnoses[0].remedies[0].action == "increase_tensor_parallel_size"
+
+
+def test_a_compose_command_written_as_a_flow_sequence_is_read() -> None:
+    # command: ["--model", "Qwen/Qwen2.5-32B-Instruct", "--tensor-parallel-size", "2", …] over
+    # four lines, and a question below the log ("or use `--max-model-len 8192`?") that is not the run
+    report = diagnose(ROUND43 / "round43-v" / V07)
+    facts = report.facts
+    assert (facts["model"], facts["tensor_parallel_size"], facts["max_model_len"]) == (
+        "Qwen/Qwen2.5-32B-Instruct",
+        2,
+        16384,
+    )

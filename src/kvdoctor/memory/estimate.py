@@ -222,6 +222,17 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         # keeps a sliding layer's window, or a chunked layer's chunk, not the whole length)
         hybrid = _str(facts, "engine") == "v1"
         out["one_request_kv_gib_estimate"] = round(_request_bytes(layout, length, hybrid=hybrid) / GIB, 2)
+    if (
+        layout is not None
+        and layout.bytes_per_token
+        and length
+        and facts.get("disable_hybrid_kv_cache_manager") is True
+    ):
+        # every sliding layer held at the whole length: what one request needs with the hybrid
+        # manager back (the window only), where the model has sliding layers
+        kept = _request_bytes(layout, length, hybrid=True) / GIB
+        if kept < 0.8 * _request_bytes(layout, length, hybrid=False) / GIB:
+            out["one_request_kv_gib_hybrid"] = round(kept, 2)
     weights = ctx.weights()
     model_name = _str(facts, "model") or ""
     if (
@@ -251,6 +262,7 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         out["min_utilization_for_weights"] = _fraction_of(base + short_request, ctx.total)
         _length_at_safe_fraction(ctx, out, facts, weights + overheads, layout)
     _batch_saving(ctx, out)
+    _lora_slots(ctx, out)
     if _num(facts, "kv_cache_memory_bytes") is not None and ctx.total and weights is not None:
         # what --kv-cache-memory can hold on this card where vLLM skipped the profile that would
         # print it: the fraction in force (or what is free, if less) less weights and overheads
@@ -294,6 +306,42 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         # any fraction leaves the length to shorten as well
         out["length_overflows_card"] = True
     return out
+
+
+def _lora_slots(ctx: _Ctx, out: dict[str, object]) -> None:
+    """The memory --enable-lora reserves for its adapter slots on each GPU (V1 counts it in the
+    weights line, V0 in the profile's peak): max_loras × max_lora_rank × Σ (in + out) of every
+    attention and MLP projection × dtype bytes, the column-parallel B and row-parallel A sharded
+    by TP (vLLM's defaults: 1 slot, rank 16). Dense catalog models only."""
+    facts = ctx.facts
+    if facts.get("enable_lora") is not True or ctx.entry is None:
+        return
+    cfg = ctx.entry.config
+    if cfg.get("num_local_experts") or cfg.get("n_routed_experts") or cfg.get("num_experts"):
+        return
+    h, inter = int(cfg.get("hidden_size") or 0), int(cfg.get("intermediate_size") or 0)
+    heads = int(cfg.get("num_attention_heads") or 0)
+    if not (h and inter and heads):
+        return
+    dim = int(cfg.get("head_dim") or h // heads)
+    q, kv = heads * dim, int(cfg.get("num_key_value_heads") or heads) * dim
+    tp = max(1, ctx.tp)
+    per_rank_unit = (h + q / tp) + 2 * (h + kv / tp) + (q / tp + h) + 2 * (h + inter / tp) + (inter / tp + h)
+    slots, rank = _int(facts, "max_loras", 1), _int(facts, "max_lora_rank", 16)
+    layers = int(cfg.get("num_hidden_layers") or 0) // max(1, ctx.pp)
+    dtype_bytes = 4 if (ctx.dtype or "") in ("float32", "float") else 2
+    gib = slots * rank * per_rank_unit * layers * dtype_bytes / GIB
+    if gib < 0.25:
+        return
+    out["lora_slots_gib_estimate"] = round(gib, 2)
+    # the most slots that leave one request its KV: what the cache lacks, less what each slot frees
+    have, need = _num(facts, "kv_cache_gib"), _num(facts, "needed_kv_gib") or _num(out, "one_request_kv_gib_estimate")
+    if have is not None and need is not None and slots > 1:
+        short = need - have + 0.25
+        per_slot = gib / slots
+        keep = slots - math.ceil(max(0.0, short) / per_slot)
+        if keep >= 1:
+            out["max_loras_that_fits"] = keep
 
 
 def _length_at_safe_fraction(

@@ -81,6 +81,10 @@ _DUMP_KEYS = {
     "enable_chunked_prefill": "enable_chunked_prefill",
     "chunked_prefill_enabled": "enable_chunked_prefill",
     "cpu_offload_gb": "cpu_offload_gb",
+    "disable_hybrid_kv_cache_manager": "disable_hybrid_kv_cache_manager",
+    "enable_lora": "enable_lora",
+    "max_loras": "max_loras",
+    "max_lora_rank": "max_lora_rank",
     "engine": "engine",
 }
 # Figures where ranks may differ and vLLM keeps the smallest (V0 min over workers, V1 unify).
@@ -1253,9 +1257,23 @@ _SAME_FAILURE = re.compile(
 )
 
 
+# words of a reporter weighing a run not made yet ("Should I just try --gpu-memory-utilization 0.5?",
+# "Plan was to set … 0.99 next", "or use --max-model-len 8192?"), wherever the sentence stands
+_NOT_YET = re.compile(
+    r"(?i)\b(?:should|shall|could|can|would) (?:i|we)\b|\bplan(?:ned)?(?: (?:was|is))? to\b"
+    r"|\b(?:i|we)(?:'ll| will| am going to| plan to) (?:try|set|use|bump|raise|lower|switch)"
+    r"|\bnext time\b|\bnext[.!]?$|\?[`'\")\s]*$|\bdo (?:i|we) need to\b|\bor (?:just )?(?:use|try|set|go with)\b"
+)
+
+
 def _another_try(event: Event, failed_at: int) -> bool:
-    """A reporter's sentence below the failure naming settings of another try: not this run's."""
-    return event.origin.level is None and event.line > failed_at and _OTHER_TRY.search(event.text) is not None
+    """A reporter's sentence below the failure naming settings of another try, or one anywhere
+    weighing a try not made yet: not this run's."""
+    if event.origin.level is not None or event.kind not in ("config_value", "wrapper_setting"):
+        return False
+    if _NOT_YET.search(event.text):
+        return True
+    return event.line > failed_at and _OTHER_TRY.search(event.text) is not None
 
 
 def _loaded_model(attempt: Attempt) -> str | None:
@@ -1496,7 +1514,7 @@ def attempt_facts(attempt: Attempt) -> Facts:
     for event in attempt.events:
         if event.kind in _CONFIG_KINDS and loaded and _names_other_model(event, loaded):
             continue  # another server's launch pasted beside this one (a second deployment's args)
-        if event.kind in _CONFIG_KINDS and failed_at is not None and _another_try(event, failed_at):
+        if event.kind in _CONFIG_KINDS and _another_try(event, failed_at if failed_at is not None else 1 << 30):
             tried = (event.fields.get("flags") or {}).get("gpu_memory_utilization")
             if isinstance(tried, float) and _SAME_FAILURE.search(event.text):
                 # ("I already tried 0.95: same error"): a raise that was tried and did not help

@@ -188,13 +188,19 @@ def _batch_follows_length(out: Facts) -> None:
     profile follows its max_num_seqs."""
     length, batch = _v(out, "max_model_len"), _v(out, "max_num_batched_tokens")
     chunked = _v(out, "enable_chunked_prefill")
+    model = str(_v(out, "model") or "")
+    if _ENCODER_DECODER.search(model):
+        _put(out, "encoder_decoder", True)  # (its profile builds one encoder input per sequence)
     if _v(out, "engine") != "v0" or chunked is True:
         return
+    if chunked is False and isinstance(length, int) and length > 2048 and batch is None:
+        # V0 refuses --max-num-batched-tokens below --max-model-len without chunked prefill: a
+        # smaller profiling batch needs --enable-chunked-prefill with it
+        _put(out, "batch_floor_length", True)
     # (a batch set above the length is the user's: it, not the length, is the profile's size)
     if isinstance(length, int) and 16384 <= length <= 32768 and (batch is None or batch == length):
         _put(out, "batch_follows_length", True)
     longest = length if isinstance(length, int) else _v(out, "max_model_len_estimate")
-    model = str(_v(out, "model") or "")
     if not isinstance(longest, int) or longest <= 32768 or batch is not None or _ENCODER_DECODER.search(model):
         return
     if chunked is False or _version_range(out)[1] <= (0, 5, 3) or _CHUNKED_STAYS_OFF.search(model):

@@ -30,6 +30,9 @@ _NEW_RECORD = re.compile(
 )
 # an nvidia-smi query command ends with its format: the CSV row after it is its output
 _SMI_QUERY_DONE = re.compile(r"nvidia-smi\b.*--query-[\w-]+=\S+.*--format=[\w,]+$")
+# a Python call that builds an engine, opened on its own line, its keyword arguments below it
+_CALL_OPEN = re.compile(r"\b(?:LLM|EngineArgs|AsyncEngineArgs)\(")
+_KWARG = re.compile(r"^\s+\w+\s*=\s*\S|^\s*\)")
 _PROMPT = re.compile(r"^[\w.@-]+:[~/][^\s$#]*[$#] ")
 # Sentences vLLM prints on one line that pastes and log viewers split (corpus 075; the 0.26+
 # start-up summary split after "on startup.").
@@ -85,7 +88,8 @@ def _open_list(previous: Line) -> bool:
     return bool(_LIST_OPEN.match(text)) and text.count("[") > text.count("]")
 
 
-_LIST_OPEN = re.compile(r"""^\[\s*['"]""")
+# (or a compose file's / manifest's flow sequence with its key: `command: ["--model", "m",`)
+_LIST_OPEN = re.compile(r"""^(?:-\s*)?(?:"?(?:args|command|entrypoint)"?\s*:\s*)?\[\s*['"]""")
 _ARRAY_OPEN = re.compile(r'^(?:"?(?:args|command)"?\s*:\s*)?\[$')
 
 
@@ -135,6 +139,12 @@ def _continues(previous: Line, line: Line, joined: int) -> bool:
         return joined < MAX_COMMAND_JOIN
     if _FOLDED_OPEN.match(previous.text) and _FOLDED_ITEM.match(line.raw) and line.origin.proc == previous.origin.proc:
         return joined < MAX_COMMAND_JOIN
+    if (
+        _CALL_OPEN.search(previous.text)
+        and previous.text.count("(") > previous.text.count(")")
+        and _KWARG.match(line.raw)
+    ):
+        return joined < MAX_COMMAND_JOIN  # an `LLM(` call with one keyword argument per line
     if joined >= MAX_JOIN or not line.text.strip():
         return False
     if line.raw.lstrip()[:2] == '{"' and previous.raw.lstrip()[:2] != '{"':

@@ -36,6 +36,10 @@ FLAGS: dict[str, tuple[str, type]] = {
     "omni": ("omni_pipeline", bool),  # vllm-omni: each stage its own engine
     "enable_chunked_prefill": ("enable_chunked_prefill", bool),
     "cpu_offload_gb": ("cpu_offload_gb", float),
+    "disable_hybrid_kv_cache_manager": ("disable_hybrid_kv_cache_manager", bool),
+    "enable_lora": ("enable_lora", bool),
+    "max_loras": ("max_loras", int),
+    "max_lora_rank": ("max_lora_rank", int),
 }
 _SIZE_SUFFIX = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
