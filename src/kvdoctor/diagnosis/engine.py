@@ -71,6 +71,8 @@ _ZH_VALUES: tuple[tuple[str, str], ...] = (  # patterns compiled on first use (z
         "vLLM 的默认值：日志列出的非默认参数中没有它",
     ),
     (r"^kvdoctor's model catalog$", "kvdoctor 内置的模型目录"),
+    (r"^sampler$", "采样器"),
+    (r"^pooler$", "池化器"),
     (
         r"^this release checks free memory at start-up and charges no memory another process held before it$",
         "这个版本在启动时检查空闲显存，不把启动前其他进程占用的显存计入本实例",

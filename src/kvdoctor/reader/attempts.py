@@ -773,6 +773,8 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
     if event.kind == "warmup_oom":
         phase = "sampler_warmup"
         sink.put("warmup_dummy_requests", f.get("dummy_requests"), event, rank=3)
+        # (an embedding model warms up its pooler: no sampler logits, the same dummy batch)
+        sink.put("warmup_of", "pooler" if str(f.get("what", "")).startswith("pooler") else "sampler", event, rank=3)
     elif f.get("phase"):
         phase = str(f["phase"])  # the message itself names the step (the TPU's program loading)
     elif "create" in event.text and "weights" in event.text:
@@ -795,6 +797,8 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
         # V0's CPU swap space: pinned host memory (cudaHostAlloc), refused as "CUDA error: out of
         # memory" when the host or the container has no RAM to pin
         sink.put("oom_cpu_swap", True, event, rank=2)
+    if phase == "sampler_warmup":
+        sink.put("warmup_of", "sampler", event, rank=1)  # (unless the message names the pooler)
     if phase == "sampler_warmup" and any(f.fields.get("function") in _PROFILE_FUNCTIONS for f in frames):
         # V1 runs the sampler's dummy batch inside the profiling pass too, before any KV cache
         sink.put("sampler_in_profile", True, event, rank=2)

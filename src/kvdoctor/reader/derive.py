@@ -81,6 +81,8 @@ def derive(facts: Facts) -> Facts:
             _put(out, "utilization_default_shown", True, source="default")
             note = "vLLM's default: the non-default arguments the log lists leave it out"
         _put(out, "gpu_memory_utilization_note", note, source="default")
+    if "seen.warmup_oom" in out or _v(out, "oom_phase") == "sampler_warmup":
+        _put(out, "warmup_of", "sampler")  # (where no line names the pooler)
     _gpu_total(out)
     _host_memory_asked(out)
     if _v(out, "length_needed") == "keep":

@@ -142,6 +142,7 @@ KNOWN_FACTS = frozenset(
         "oom_other_pids",
         "oom_gpu_index",
         "warmup_dummy_requests",
+        "warmup_of",
         "traceback_phase",
         "traceback_phase_from_step",
         "oom_in_device_setup",
