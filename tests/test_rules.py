@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kvdoctor.api import diagnose
+from kvdoctor.api import diagnose, log_probe_facts
 from kvdoctor.cli import main
 from kvdoctor.diagnosis import conditions
 from kvdoctor.diagnosis.rules import RuleLoadError, builtin_rules_dir, load_rules
@@ -24,7 +24,7 @@ def _examples() -> list[tuple[str, int]]:
 @pytest.mark.parametrize(("rule_id", "index"), _examples())
 def test_builtin_rule_example(rule_id: str, index: int) -> None:
     rule = next(r for r in RULES if r.id == rule_id)
-    result = run_examples(rule, RULES)[index]
+    result = run_examples(rule, RULES, log_probe_facts)[index]
     assert result.ok, result.describe()
 
 

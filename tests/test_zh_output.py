@@ -248,7 +248,7 @@ def test_every_id_and_fact_value_has_a_zh_name() -> None:
         ),
         (
             "nvidia-smi output found in the log (line 12); its figures are used as gpu.* facts",
-            "日志中有 nvidia-smi 输出（第 12 行）；其中的数字用作 gpu.* 事实",
+            "日志中有 `nvidia-smi` 输出（第 12 行）；其中的数字用作 `gpu.*` 事实",
         ),
         (
             "the last start-up (lines 40-52) shows no outcome yet; the verdict is that of the one before (lines 1-39)",

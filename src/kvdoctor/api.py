@@ -86,6 +86,9 @@ def probe_facts(snapshot: Any, analysis: Analysis, *, live: bool) -> Facts:
         # no process listed: what the device had in use then was other programs' memory
         values["gpu.other_process_gib"] = round(float(values["gpu.used_gib"]), 2)  # type: ignore[arg-type]
         values["gpu.taken_before_start"] = True
+    mismatch = _order_mismatch(snapshot, listed, last.facts.get("oom_total_gib") if last else None)
+    if mismatch is not None:
+        values["gpu.order_mismatch"] = mismatch
     idle = values.get("gpu.idle_indices")
     if isinstance(idle, list) and last is not None and values.get("gpu.other_process_count"):
         # as many idle GPUs as the layout needs (those the launch already named first): pin there
@@ -100,6 +103,27 @@ def probe_facts(snapshot: Any, analysis: Analysis, *, live: bool) -> Facts:
         elif analysis.smi_lines:
             values["gpu.taken_after_failure"] = analysis.smi_lines[0] > failed_at
     return {name: external_fact(name, value, "probe") for name, value in values.items()}
+
+
+def log_probe_facts(analysis: Analysis) -> Facts:
+    """The gpu.* facts of the nvidia-smi listing a log holds, as `diagnose` adds them."""
+    return probe_facts(analysis.smi_snapshot, analysis, live=False)
+
+
+def _order_mismatch(snapshot: Any, listed: list[str], oom_total: Any) -> str | None:
+    """The OOM names a card of another size than every GPU CUDA_VISIBLE_DEVICES lists, and the
+    host has one of that size outside the list: CUDA numbers the GPUs fastest first, nvidia-smi by
+    PCI bus, so the launch's indices picked another card (CUDA_DEVICE_ORDER=PCI_BUS_ID)."""
+    total = getattr(oom_total, "value", None)
+    if not isinstance(total, (int, float)) or not listed or not all(i.isdigit() for i in listed):
+        return None
+    devices = [d for d in getattr(snapshot, "devices", ()) if d.total_gib]
+    named = [d for d in devices if str(d.index) in listed]
+    others = [d for d in devices if str(d.index) not in listed and abs(d.total_gib - total) <= 0.06 * d.total_gib]
+    if len(named) != len(listed) or not others or any(abs(d.total_gib - total) <= 0.15 * d.total_gib for d in named):
+        return None
+    card = others[0]
+    return f"GPU {card.index} ({card.name})" if card.name and card.name != "unknown" else f"GPU {card.index}"
 
 
 def _int_fact(facts: Facts, name: str) -> int:

@@ -33,11 +33,12 @@ def _list(rules: list[Rule]) -> int:
 
 
 def _test(rules: list[Rule]) -> int:
+    from kvdoctor.api import log_probe_facts
     from kvdoctor.diagnosis.ruletest import run_examples
 
     failures = 0
     for rule in rules:
-        results = run_examples(rule, rules)
+        results = run_examples(rule, rules, log_probe_facts)
         bad = [r for r in results if not r.ok]
         failures += len(bad)
         status = "ok" if not bad else "FAIL"

@@ -28,7 +28,7 @@ _ZH: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(
             r"^nvidia-smi output found in the log \(line (?P<line>\d+)\); its figures are used as gpu\.\* facts$"
         ),
-        "日志中有 nvidia-smi 输出（第 {line} 行）；其中的数字用作 gpu.* 事实",
+        "日志中有 `nvidia-smi` 输出（第 {line} 行）；其中的数字用作 `gpu.*` 事实",
     ),
     (
         re.compile(
