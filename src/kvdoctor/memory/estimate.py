@@ -263,13 +263,8 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         _length_at_safe_fraction(ctx, out, facts, weights + overheads, layout)
     _batch_saving(ctx, out)
     _lora_slots(ctx, out)
-    if _num(facts, "kv_cache_memory_bytes") is not None and ctx.total and weights is not None:
-        # what --kv-cache-memory can hold on this card where vLLM skipped the profile that would
-        # print it: the fraction in force (or what is free, if less) less weights and overheads
-        free = _num(facts, "free_gpu_gib_at_startup") or ctx.total
-        room = min(free, ctx.total * (ctx.util or 0.9)) - weights - ctx.overheads(ctx.tp) - 0.5
-        if room > 0:
-            out["kv_cache_memory_bytes_to_fit_estimate"] = int(room * GIB) // 10**8 * 10**8
+    if weights is not None:
+        _kv_bytes_to_fit(ctx, out, weights)
     kv_gib = logged_gib
     if ctx.total and ctx.util:
         budget = ctx.total * ctx.util
@@ -306,6 +301,17 @@ def derive_for_diagnosis(facts: Mapping[str, object]) -> dict[str, object]:
         # any fraction leaves the length to shorten as well
         out["length_overflows_card"] = True
     return out
+
+
+def _kv_bytes_to_fit(ctx: _Ctx, out: dict[str, object], weights: float) -> None:
+    """What --kv-cache-memory can hold on this card where vLLM skipped the profile that would
+    print it: the fraction in force (or what was free, if less) less weights and overheads."""
+    if _num(ctx.facts, "kv_cache_memory_bytes") is None or not ctx.total:
+        return
+    free = _num(ctx.facts, "free_gpu_gib_at_startup") or ctx.total
+    room = min(free, ctx.total * (ctx.util or 0.9)) - weights - ctx.overheads(ctx.tp) - 0.5
+    if room > 0:
+        out["kv_cache_memory_bytes_to_fit_estimate"] = int(room * GIB) // 10**8 * 10**8
 
 
 def _lora_slots(ctx: _Ctx, out: dict[str, object]) -> None:

@@ -797,8 +797,6 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
         # V0's CPU swap space: pinned host memory (cudaHostAlloc), refused as "CUDA error: out of
         # memory" when the host or the container has no RAM to pin
         sink.put("oom_cpu_swap", True, event, rank=2)
-    if phase == "sampler_warmup":
-        sink.put("warmup_of", "sampler", event, rank=1)  # (unless the message names the pooler)
     if phase == "sampler_warmup" and any(f.fields.get("function") in _PROFILE_FUNCTIONS for f in frames):
         # V1 runs the sampler's dummy batch inside the profiling pass too, before any KV cache
         sink.put("sampler_in_profile", True, event, rank=2)
@@ -1273,9 +1271,9 @@ _NOT_YET = re.compile(
 def _another_try(event: Event, failed_at: int) -> bool:
     """A reporter's sentence below the failure naming settings of another try, or one anywhere
     weighing a try not made yet: not this run's."""
-    if event.origin.level is not None or event.kind not in ("config_value", "wrapper_setting"):
+    if event.origin.level is not None:
         return False
-    if _NOT_YET.search(event.text):
+    if event.kind in ("config_value", "wrapper_setting") and _NOT_YET.search(event.text):
         return True
     return event.line > failed_at and _OTHER_TRY.search(event.text) is not None
 
