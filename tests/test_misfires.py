@@ -687,6 +687,8 @@ S01 = "s01-v1-0111-lora-8-slots-rank128-l4-weights-line-inflated-no-cache.log"
 S04 = "s04-v1-0130-ticket-gemma3-27b-disable-hybrid-kv-manager-all-layers-full-maxlen.md"
 S08 = "s08-v1-0110-k8s-qwen3-next-80b-fp8-hybrid-block544-one-h100-negative-kv.log"
 S10 = "s10-v0-064p1-mllama-11b-vision-h100-256-seqs-image-profile-peak-no-blocks.log"
+S12 = "s12-v1-01011-qwen3-embedding-8b-h100-util098-pooler-warmup-oom.log"
+U02 = "u02-v1-01011-ticket-a6000x2-plus-a4000-cuda-device-order-rank1-lands-on-16g-weights-oom.md"
 P09 = "p09-v0-0641p1-4090-desktop-llama31-8b-lora-16x-rank64-no-blocks-xorg-580mib-nvidia-smi.txt"
 V07 = "v07-v1-0130-compose-2x3090-qwen25-32b-bf16-tp2-oom-no-phase.md"
 
@@ -810,3 +812,20 @@ def test_a_compose_command_written_as_a_flow_sequence_is_read() -> None:
         2,
         16384,
     )
+
+
+def test_an_embedding_models_pooler_warm_up_at_098_gives_the_fraction_back() -> None:
+    # "CUDA out of memory occurred when warming up pooler (task='embed') with 1024 dummy requests"
+    # at 0.98: no sampler logits to cut; the fraction left almost nothing outside the budget
+    top = diagnose(ROUND43 / "round43-s" / S12).diagnoses[0]
+    assert "pooler" in top.title and "sampler" not in top.title
+    assert (top.remedies[0].action, top.remedies[0].value) == ("lower_gpu_memory_utilization", 0.9)
+
+
+def test_an_oom_on_a_card_the_launch_did_not_name_is_cudas_device_order() -> None:
+    # CUDA_VISIBLE_DEVICES=1,2 meant the two 48 GB A6000s nvidia-smi lists as 1 and 2; the OOM's
+    # "total capacity of 15.61 GiB" is the A4000 (GPU 0 by PCI bus): CUDA numbered fastest first
+    top = diagnose(ROUND43 / "round43-u" / U02).diagnoses[0]
+    assert top.rule == "cuda-oom-device-order"
+    assert top.remedies[0].action == "fix_environment" and "CUDA_DEVICE_ORDER=PCI_BUS_ID" in top.remedies[0].text
+    assert "RTX A4000" in top.explanation
