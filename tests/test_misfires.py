@@ -829,3 +829,82 @@ def test_an_oom_on_a_card_the_launch_did_not_name_is_cudas_device_order() -> Non
     assert top.rule == "cuda-oom-device-order"
     assert top.remedies[0].action == "fix_environment" and "CUDA_DEVICE_ORDER=PCI_BUS_ID" in top.remedies[0].text
     assert "RTX A4000" in top.explanation
+
+
+CUT_FRAME_027 = """\
+I cannot load the model, the error message is below:
+vllm-0.2.7+cu123-py3.10-linux-x86_64.egg/vllm/model_executor/layers/activation.py", line 35, in forward
+    out = torch.empty(output_shape, dtype=x.dtype, device=x.device)
+torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. GPU 0 has a total capacty of 23.64 GiB of which 950.44 MiB is free. Including non-PyTorch memory, this process has 22.30 GiB memory in use. Of the allocated memory 19.44 GiB is allocated by PyTorch, and 2.51 GiB is reserved by PyTorch but unallocated.
+"""
+
+
+def test_a_frame_cut_before_file_names_the_forward_pass_and_its_release() -> None:
+    # the paste starts mid-line: the layer's forward is the profiling pass, and the egg's folder
+    # dates it to 0.2.7, before chunked prefill: V0 profiles the whole length and refuses a
+    # smaller batch, so the length is what shrinks the pass
+    report = diagnose(CUT_FRAME_027)
+    assert report.facts["vllm_version"] == "0.2.7+cu123" and report.facts["engine"] == "v0"
+    top = report.diagnoses[0]
+    assert (top.rule, top.phase) == ("cuda-oom-profile-run", "profile_run")
+    assert top.remedies[0].action == "lower_max_model_len"
+
+
+def test_one_allocation_of_gibs_is_not_read_as_a_weight_tensor() -> None:
+    # nothing after the weights was reached, but 9.25 GiB in one request is no layer's weights:
+    # the step stays unknown, and sharding is not the answer
+    text = (
+        "python -m vllm.entrypoints.openai.api_server --model /model/Qwen2-7B\n"
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.25 GiB. GPU 0 has a total "
+        "capacity of 23.64 GiB of which 3.1 GiB is free. Including non-PyTorch memory, this process has "
+        "20.5 GiB memory in use.\n"
+    )
+    top = diagnose(text).diagnoses[0]
+    assert top.phase != "weight_loading"
+    assert top.remedies[0].action != "increase_tensor_parallel_size"
+
+
+def test_zero_bytes_in_use_beside_gibs_allocated_is_not_an_empty_process() -> None:
+    # inside a container NVML cannot see the process: "this process has 0 bytes memory in use"
+    # while PyTorch allocated 77.67 GiB of it
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 896.00 MiB. GPU 4 has a total capacity "
+        "of 79.25 GiB of which 768.00 KiB is free. Including non-PyTorch memory, this process has 0 bytes "
+        "memory in use. Of the allocated memory 77.67 GiB is allocated by PyTorch, and 150.52 MiB is "
+        "reserved by PyTorch but unallocated.\n"
+    )
+    facts = diagnose(text).facts
+    assert "oom_this_process_gib" not in facts and facts["oom_allocated_gib"] == 77.67
+
+
+def test_a_launch_written_as_a_comment_below_the_log_is_that_runs_note() -> None:
+    # "# ExecStart=… vllm serve … --gpu-memory-utilization 0.95" under a journal: no second
+    # start-up, and its fraction is the run's (0.95 before 0.20 leaves the graphs ~1 GiB)
+    report = diagnose(
+        ROUND43 / "round45-w" / "w07-v0-063p1-journalctl-4090-llama31-8b-util095-capture-oom-lines-chopped-at-width.log"
+    )
+    assert len(report.attempts) == 1
+    assert report.facts["gpu_memory_utilization"] == 0.95
+    assert report.diagnoses[0].remedies[0].action == "lower_gpu_memory_utilization"
+
+
+def test_an_argument_dump_with_elisions_is_read_past_them() -> None:
+    # "args: Namespace(…, max_model_len=65536, … enable_chunked_prefill=False, …)": V0 profiles
+    # the whole 65536 tokens and refuses a smaller batch, so the length comes first
+    report = diagnose(
+        ROUND43 / "round45-x" / "x09-v0-063p1-journald-a10g-llama31-8b-len65536-no-chunked-profile-oom.log"
+    )
+    assert report.facts["enable_chunked_prefill"] is False and report.facts["max_num_seqs"] == 256
+    assert report.diagnoses[0].remedies[0].action == "lower_max_model_len"
+
+
+def test_memory_held_at_start_up_inside_a_test_session_is_a_leaked_engine() -> None:
+    # "FAILED tests/…::test_x - ValueError: Free memory on device cuda:0 (4.51/22.05 GiB) …" at
+    # 0.47: not two tenants sharing by plan, an earlier test's engine still on the card
+    text = (
+        "FAILED v1/kv_connector/unit/test_nixl_connector_hma.py::test_fewer_blocks_with_hma[m] - ValueError: "
+        "Free memory on device cuda:0 (4.51/22.05 GiB) on startup is less than desired GPU memory utilization "
+        "(0.47, 10.36 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n"
+    )
+    top = diagnose(text).diagnoses[0]
+    assert top.remedies[0].action == "free_gpu_memory" and "test session" in top.remedies[0].text

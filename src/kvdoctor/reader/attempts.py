@@ -100,10 +100,12 @@ class Attempt:
 
     index: int
     events: list[Event] = field(default_factory=list)
+    # (the first `lent` events are an earlier start-up's, lent to this one: the card it named)
+    lent: int = 0
 
     @property
     def start_line(self) -> int:
-        return min((e.line for e in self.events), default=0)
+        return min((e.line for e in self.events[self.lent :]), default=0)
 
     @property
     def end_line(self) -> int:
@@ -183,11 +185,21 @@ def split_attempts(events: Iterable[Event]) -> Iterator[Attempt]:
         # names: one start-up
         head.events.extend(second.events)
         second = None
-    yield head
     rest = ([second] if second is not None else []) + list(attempts)
+    if rest and _annotation_only(rest[-1]):
+        # a launch written as a comment below the log ("# ExecStart=… vllm serve …"): the
+        # reporter's note on the run above, not a start-up of its own
+        (rest[-2] if len(rest) > 1 else head).events.extend(rest.pop().events)
+    yield head
     for index, attempt in enumerate(rest, start=1):
         attempt.index = index  # (numbered again after a fold)
         yield attempt
+
+
+def _annotation_only(attempt: Attempt) -> bool:
+    """Only a commented launch command (and what else its line names): a note, not a start-up."""
+    noted = {e.line for e in attempt.events if e.kind == "command_line" and e.text.lstrip().startswith("#")}
+    return bool(noted) and all(e.line in noted for e in attempt.events)
 
 
 # a step of a start-up that a process only takes once: seen again from a new pid of a process
@@ -822,6 +834,10 @@ def _one_oom(sink: _FactSink, event: Event, frames: list[Event], last_phase: str
         ("allowed_gib", "oom_allowed_gib"),
         ("reserved_unallocated_gib", "oom_reserved_unallocated_gib"),
     ):
+        if key == "this_process_gib" and f.get(key) == 0 and f.get("allocated_gib", 0) > 0:
+            # ("this process has 0 bytes memory in use" beside GiBs allocated by PyTorch: NVML
+            # cannot see the process from inside a container; its use is unknown, not zero)
+            continue
         if key in f:
             sink.put(name, round(f[key], 3), event, rank=3)
     if "processes" in f:
@@ -983,6 +999,9 @@ def _kv_sized(event: Event) -> bool:
 
 
 # pytest's failure lines: the "E   " prefix of an assertion's report, the short summary's "FAILED"
+_REPACK_FUNCTIONS = frozenset(
+    {"process_weights_after_loading", "gptq_marlin_repack", "awq_marlin_repack", "transform_w_q", "repack_weights"}
+)
 _PYTEST_FAILURE = re.compile(r"^(?:E {2,}\S|FAILED \S+::\S+ - )")
 
 
@@ -1057,6 +1076,23 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt, recovered: set[int]) -> No
         rl = next(((e, m) for e in frames if (m := _RL_FRAMEWORK.search(e.fields.get("file", "")))), None)
         if rl is not None:
             sink.put("rl_colocated", rl[1].group(1), rl[0], rank=2)
+        # the quantized weights re-laid for their kernel right after loading (Marlin's repack): a
+        # transient copy beside weights already in, not the checkpoint's size
+        repack = next((e for e in frames if e.fields.get("function") in _REPACK_FUNCTIONS), None)
+        if repack is not None:
+            sink.put("weights_repack", repack.fields["function"], repack, rank=1)
+    # a test suite's report ("FAILED tests/x.py::test_y - ValueError: …", pytest's own frames): the
+    # engine starts inside a test session, where earlier tests' engines may still hold the card
+    suite = next(
+        (
+            e
+            for e in attempt.events
+            if _PYTEST_FAILURE.match(e.text) or (e.kind == "frame" and "/_pytest/" in e.fields.get("file", ""))
+        ),
+        None,
+    )
+    if suite is not None:
+        sink.put("test_suite", True, suite, rank=1)
     kv_by_rank = [r["kv_cache_gib"] for r in attempt.ranks() if isinstance(r.get("kv_cache_gib"), (int, float))]
     if len(kv_by_rank) > 1:
         # ranks on different GPUs that disagree by GiBs: one GPU is shared with another process

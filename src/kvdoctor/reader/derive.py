@@ -83,6 +83,9 @@ def derive(facts: Facts) -> Facts:
         _put(out, "gpu_memory_utilization_note", note, source="default")
     if "seen.warmup_oom" in out or _v(out, "oom_phase") == "sampler_warmup":
         _put(out, "warmup_of", "sampler")  # (where no line names the pooler)
+    if "engine" not in out and _version_range(out)[1] <= (0, 7):
+        # (no line names the engine, but the release does: V1 first shipped, opt-in, in 0.7)
+        _put(out, "engine", "v0")
     _gpu_total(out)
     _host_memory_asked(out)
     if _v(out, "length_needed") == "keep":
@@ -202,6 +205,19 @@ def _batch_follows_length(out: Facts) -> None:
     # (a batch set above the length is the user's: it, not the length, is the profile's size)
     if isinstance(length, int) and 16384 <= length <= 32768 and (batch is None or batch == length):
         _put(out, "batch_follows_length", True)
+    if (
+        length is None
+        and _v(out, "max_model_len_estimate") is None
+        and batch is None
+        and chunked is None
+        and "profile_run" in (_v(out, "oom_phase"), _v(out, "traceback_phase"))
+        and _version_range(out)[1] <= (0, 4, 1)
+        and not _ENCODER_DECODER.search(model)
+    ):
+        # (neither the length nor the model is known, a traceback names the profiling pass, and
+        # the release predates chunked prefill (0.4.1): its batch is the length, whatever it is,
+        # and a smaller batch V0 refuses)
+        _put(out, "batch_follows_length", True)
     longest = length if isinstance(length, int) else _v(out, "max_model_len_estimate")
     if not isinstance(longest, int) or longest <= 32768 or batch is not None or _ENCODER_DECODER.search(model):
         return
@@ -300,6 +316,19 @@ def _oom_past_weights(out: Facts) -> None:
         # GPU: the weights were in, and the step that runs next is the profiling pass (a guess)
         basis = out["oom_phase_inferred"]
         out["oom_phase_inferred"] = Fact("oom_phase_inferred", "profile_run", basis.line, basis.text, True, "estimate")
+    elif (
+        _v(out, "oom_phase") == "unknown"
+        and _v(out, "oom_phase_inferred") == "weight_loading"
+        and _first(out, "oom_tried_gib", default=0.0) >= _WEIGHT_TENSOR_GIB
+    ):
+        # one allocation of GiBs: weights load tensor by tensor, and a single tensor that large is
+        # an activation or a cache, not a layer's weights; the step stays unknown
+        del out["oom_phase_inferred"]
+
+
+# the largest single allocation kvdoctor takes for a weight tensor (an embedding of 256K × 8192 in
+# 16 bits is 4 GiB)
+_WEIGHT_TENSOR_GIB = 4.0
 
 
 # releases whose fraction charges other processes' memory to this instance (kv-math.md): a second

@@ -333,6 +333,9 @@ _GPU_NAME = (
     + r"|^\s*(?=NVIDIA-)"
     + _GPU_MODEL
     + r"\s*$"
+    # a GeForce card named with its memory, anywhere in a sentence ("RTX 5080 16GB under WSL2")
+    + r"|(?<![\w-])(?=RTX\s*[345]0[6-9]0(?:\s?Ti)?\s*\d{1,2}\s?G(?:B|iB)\b)"
+    + _GPU_MODEL
 )
 
 
@@ -343,7 +346,7 @@ _CARD_ON_LINE = re.compile(
 
 
 def _gpu_name(m: re.Match[str]) -> Fields | None:
-    name = m.group(1) or m.group(3) or m.group(4) or m.group(5)
+    name = m.group(1) or m.group(3) or m.group(4) or m.group(5) or m.group(6)
     # (a MIG slice named beside the card, "MIG 3g.47gb": the card's total is not what vLLM saw)
     if not name or re.search(r"(?i)\bMIG\b|\b\d+g\.\d+gb\b", m.string):
         return None
@@ -1075,6 +1078,13 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"(?:^\s*vLLM Version\s*:\s*|\bvllm==|vllm/vllm-openai:v)(\d+\.\d+\.\d+[\w.+-]*)"),
         _version,
     ),
+    # the installed package's own folder in a frame's path: "…/vllm-0.2.7+cu123-py3.10-linux-x86_64.egg/vllm/…"
+    Extractor(
+        "stated_version",
+        (".egg/vllm/", ".dist-info"),
+        _F(r"(?<![\w-])vllm-(\d+\.\d+\.\d+[\w.+]*?)(?:-py\d[\w.]*-[\w-]+\.egg/vllm/|\.dist-info\b)"),
+        _version,
+    ),
     Extractor("logo_model", ("model   ",), _F(r"^(?:[\s▄█▀▐▌]*)model\s{3}(\S+)\s*$"), _logo_model),
     Extractor(
         "command_line",
@@ -1480,7 +1490,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # §10 PyTorch OOM, every wording
     Extractor("cuda_oom", ("out of memory",), _F(r"(CUDA|XPU|NPU|HIP) out of memory\."), _cuda_oom),
     # (vLLM's cumem allocator, sleep mode: "Cuda error: out of memory at …/cumem_allocator.cpp: 62")
-    Extractor("cuda_oom", ("out of memory",), _F(r"(?i)(CUDA|NPU) error: out of memory"), _cuda_oom),
+    # (and the driver API's own refusal, raised by a custom op: "RuntimeError: CUDA driver error: out of memory")
+    Extractor("cuda_oom", ("out of memory",), _F(r"(?i)(CUDA|NPU)(?: driver)? error: out of memory"), _cuda_oom),
     # NCCL's own buffers refused by the allocator ("include/alloc.h:125 NCCL WARN Cuda failure 'out
     # of memory'"): the communicator's memory did not fit beside the KV cache
     Extractor(
@@ -1602,6 +1613,9 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _chunked,
     ),
     Extractor("platform", ("detected platform",), _F(r"detected platform (\w+)"), _platform),
+    # Windows' WSL2: vLLM's own warning ("Using 'pin_memory=False' as WSL is detected"), the kernel's
+    # name (…-microsoft-standard-WSL2), or the reporter saying so
+    Extractor("wsl_host", ("WSL",), _F(r"as WSL is detected|microsoft-standard-WSL|\bWSL ?2?\b"), _nothing),
     # start-up phases, used to place an OOM (§6, §3)
     Extractor(
         "phase",
@@ -2137,6 +2151,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
     ),
     # Python tracebacks: frames and the exception line
     Extractor("frame", ('File "',), _F(r'File "([^"]+)", line \d+, in (\S+)'), _frame),
+    # a frame whose head was cut in the paste ("vllm-0.2.7….egg/vllm/…/activation.py", line 35, in forward)
+    Extractor("frame", ('.py", line ',), _F(r'^\s*([^\s"]+\.py)", line \d+, in (\S+)'), _frame),
     # rich-style boxed tracebacks, borders peeled or not: "│ /path/tokenizer.py:36 in get_tokenizer   │"
     Extractor("frame", (".py:",), _F(r"^\s*(?:│\s*)?(\S+\.py):\d+ in (\w+)"), _frame),
     # IPython/Jupyter: "File ~/.local/…/utils.py:785, in wait_for_engine_startup(" and

@@ -228,6 +228,8 @@ KNOWN_FACTS = frozenset(
         "max_model_len_kernel_limit",
         "oom_cumem_allocator",
         "rl_colocated",
+        "test_suite",
+        "weights_repack",
         "error_is_wrapper",
         "memory_error_seen",
         "environment_reason",

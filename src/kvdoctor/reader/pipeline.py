@@ -156,6 +156,20 @@ def _still_running(attempt: AttemptResult) -> bool:
     return bool((facts.get("started") and facts["started"].value) or any(v and v > 0 for v in kv))
 
 
+def _same_card(attempts: Iterable[Attempt]) -> Iterator[Attempt]:
+    """A card named once (the reporter's "RTX 5080 16GB", `nvidia-smi -L`) is the card of every
+    later start-up of the same log that names none of its own: one machine, tried again."""
+    named: list[Event] = []
+    for attempt in attempts:
+        own = [e for e in attempt.events if e.kind == "gpu_name"]
+        if own:
+            named = own
+        elif named:
+            attempt.events[:0] = named
+            attempt.lent = len(named)
+        yield attempt
+
+
 def _with_earlier_instances(attempts: tuple[AttemptResult, ...]) -> tuple[AttemptResult, ...]:
     out = []
     running: AttemptResult | None = None
@@ -205,7 +219,7 @@ def analyse_events(
     if order.newest_first if order is not None else newest_first(events):
         events = list(reversed(events))
         notes.append("the log is in newest-first order (timestamps run backwards); read it oldest-first")
-    attempts = _with_earlier_instances(tuple(finish_attempt(a) for a in split_attempts(events)))
+    attempts = _with_earlier_instances(tuple(finish_attempt(a) for a in _same_card(split_attempts(events))))
     snapshot = smi.result() if smi is not None else None
     smi_lines = tuple(smi.lines()) if smi is not None and snapshot is not None else ()
     return Analysis(source, attempts, tuple(notes), smi_lines, snapshot)
