@@ -908,3 +908,50 @@ def test_memory_held_at_start_up_inside_a_test_session_is_a_leaked_engine() -> N
     )
     top = diagnose(text).diagnoses[0]
     assert top.remedies[0].action == "free_gpu_memory" and "test session" in top.remedies[0].text
+
+
+def test_rays_dedup_echo_of_a_sibling_engine_is_not_a_relaunch() -> None:
+    # "(EngineCore pid=40793) … Available KV cache memory: -2.84 GiB [repeated 3x across cluster]":
+    # the other actors' engines at the same step, so the run's own fraction (0.3) stays in force
+    report = diagnose(
+        ROUND43 / "round45-u" / "u10-v1-0220-skyrl-colocate-all-l40s-qwen25-7b-generator-util03-negative-kv.log"
+    )
+    assert len(report.attempts) == 1
+    assert report.facts["gpu_memory_utilization"] == 0.3
+    assert report.diagnoses[0].remedies[0].action == "raise_gpu_memory_utilization"
+
+
+def test_a_trainer_holding_the_card_as_verls_rollout_is_built_is_offloaded_first() -> None:
+    # "Before building vllm rollout, memory allocated (GB): 41.31, memory reserved (GB): 42.12" on
+    # 0.8.4, which counts the process's own tensors against the rollout's fraction
+    report = diagnose(
+        ROUND43 / "round45-u" / "u04-v1-084-verl-grpo-2xh100-qwen25-14b-fsdp-no-offload-in-process-counted-no-cache.log"
+    )
+    assert report.facts["trainer_held_gib"] == 42.12
+    first = report.diagnoses[0].remedies[0]
+    assert first.action == "fix_config" and "param_offload=True" in first.text
+
+
+def test_a_length_that_fits_fits_the_smallest_pipeline_stage() -> None:
+    # the check quotes the first stage (5.51 GiB, estimate 72208); the second printed 5.08 GiB
+    report = diagnose(
+        ROUND43
+        / "round45-y"
+        / "y07-v1-0141-lws-2pods-2xl40s-tp2-pp2-llama31-70b-maxlen-error-cites-pp0-but-pp1-smaller.txt"
+    )
+    first = report.diagnoses[0].remedies[0]
+    assert first.action == "lower_max_model_len" and first.value <= int(72208 * 5.08 / 5.51)
+
+
+def test_metals_insufficient_memory_is_an_out_of_memory_error() -> None:
+    text = (
+        "libc++abi: terminating due to uncaught exception of type std::runtime_error: [METAL] Command buffer "
+        "execution failed: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)\n"
+    )
+    assert diagnose(text).verdict == "cuda_oom"
+
+
+def test_the_driver_apis_out_of_memory_is_an_out_of_memory_error() -> None:
+    # "RuntimeError: CUDA driver error: out of memory" from a custom op, not a driver to fix
+    text = "(EngineCore pid=74) ERROR 05-07 00:37:03 [core.py:1136] RuntimeError: CUDA driver error: out of memory\n"
+    assert diagnose(text).verdict == "cuda_oom"

@@ -30,6 +30,7 @@ _spec.loader.exec_module(score)
 # The label rests on what the thread knows and the file does not show (or the thread chose one of
 # two fixes that both work). Keyed by file-name prefix.
 KNOWN_MISSES = {
+    "3533-": "a Ctrl-C during torch.compile: kvdoctor says to start again and let it finish (collect more log), the label asks for no remedy",
     "6601-": "pytest's source listing of the free-memory check, its ValueError trimmed: the snapshot's repr is no log line kvdoctor reads",
     "6645-": "one bare OOM line under a reporter's sentence: the model (glm-4-9b-chat) and its 128K default length are only in prose",
     "6441-": "a runpod worker's traceback cut at `WorkerProc(*args, **kwargs)`: the dev corpus reads such a cut as `other` (collect more log), the label `unknown`",
@@ -230,7 +231,6 @@ KNOWN_MISSES = {
     "4982-": "sleep mode refused for a second instance in one process: the fix (stop the other) is not in the error",
     "4984-": "KV -0.86 GiB beside 13.1 GiB of weights at 0.88, the card's size not printed: too little to tell raising from sharding",
     "4985-": "an original-format LLaVA checkpoint ('LlavaLlamaForCausalLM'): the architecture error reads as a vLLM release, the fix was the checkpoint",
-    "4986-": "Ctrl-C during the engine's imports: who stopped it the log does not say",
     "5102-": "an NVML assert on a MIG slice with no phase printed: that it was profiling (the batch) is in the reporter's prose",
     "5103-": "WSL2's GPU residency ceiling with expandable_segments: the OOM line and the platform are in the reporter's prose",
     "5141-": "an aiter assert named only in the title; the log keeps a cut profiling traceback",
@@ -253,7 +253,6 @@ KNOWN_MISSES = {
     "5866-": "a load_model traceback cut before its exception: that the bnb checkpoint is unsupported is in the thread",
     "5882-": "frames through torch.compile cut before the error: read as the profiling pass's OOM (low); the title names an Ascend op",
     "5889-": "full-decode graphs with MTP refused inside the capture: eager mode avoids it, the label chose the config",
-    "5904-": "a KeyboardInterrupt while the engine imported: read as interrupted; the label asks for more of the log",
     "5941-": "fewer TPU chips than the mesh asks: the environment (the notebook's chips), unrecognised",
     "5962-": "one rank's OOM line at a default fraction with nothing after the weights: read as the weights (low)",
     "5966-": "kvcached with FlashInfer fails right after the graph-memory profile line, its error cut",

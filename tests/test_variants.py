@@ -27,6 +27,7 @@ DISAGREE = {
     "round39-e/e08-",
     "round40-l/l09-",
     "round40-h/h10-",
+    "round45-v/v07-",
 }
 # a liveness probe's kill while the weights load: the round-38 tester wanted `unknown` (with the
 # probe's configuration as an acceptable alternative), the round-40 tester `other`: kvdoctor names
@@ -49,6 +50,9 @@ READ_OTHERWISE = {
     # low, the batch first: V0's max(--max-model-len, 2048) tokens unless chunked prefill is on)
     "round45-w/w01-": ("cuda_oom", "reduce_max_num_batched_tokens"),
     "round45-w/w02-": ("other", "collect_more_log"),
+    # (Ctrl-C at the terminal during the capture: `other-interrupted`, whose first step is to start
+    # again and let it finish, not `unknown`)
+    "round45-v/v11-": ("other", "collect_more_log"),
 }
 
 CASES = [

@@ -225,6 +225,10 @@ def _split(events: Iterable[Event]) -> Iterator[Attempt]:
             and pid is not None
             and pid not in failed[proc]
             and not any(e.origin.proc == proc and e.origin.pid == pid for e in current.events)
+            # (Ray's dedup echo of sibling engines' lines, "… [repeated 3x across cluster]": the
+            # same step of this start-up on other actors, not a relaunch)
+            and event.origin.repeated is None
+            and "across cluster]" not in event.text
         )
         # (vLLM's command line refused after a start-up had already failed: argparse runs before
         # any engine, so this is a relaunch with other flags, its banner never printed)
@@ -363,6 +367,8 @@ def _dump_facts(sink: _FactSink, event: Event, values: dict[str, Any], rank: int
 
 # Figures an event carries under its fact name (max_model_len has its own precedence).
 _SIMPLE_FIGURES = tuple(n for n in FIGURES if n != "max_model_len") + (
+    "trainer_held_gib",
+    "check_kv_gib",
     "kv_cache_memory_bytes",
     "kv_cache_memory_bytes_reserved",
     "cuda_graph_estimate_gib",

@@ -627,6 +627,12 @@ def _tokens(out: Facts) -> None:
     if fits is None and _v(out, "kv_cache_tokens") is not None and max_len is not None:
         tokens = _v(out, "kv_cache_tokens")
         fits = tokens if tokens < max_len else None
+    checked = _v(out, "check_kv_gib")
+    if fits is not None and checked and available and 0 < available < checked - 0.01:
+        # another rank (a pipeline stage, a GPU shared with another process) printed less KV memory
+        # than the rank whose check raised: the length has to fit the smallest
+        fits = int(fits * available / checked)
+        _put(out, "kv_smallest_rank_gib", available)
     if fits is not None:
         _put(out, "max_model_len_that_fits", _round_down(int(fits)))
     kv, tokens = _v(out, "kv_cache_gib"), _v(out, "kv_cache_tokens")

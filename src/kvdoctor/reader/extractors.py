@@ -439,6 +439,7 @@ def _max_len_v1(m: re.Match[str]) -> Fields:
     }
     if m.group(3):
         fields["kv_cache_gib"] = _g(m, 3)
+        fields["check_kv_gib"] = _g(m, 3)  # (the rank that raised: its own figure, beside the others')
     est = re.search(r"estimated maximum model length is (\d+(?:,\d{3})*)", m.string)
     if est:
         fields["estimated_max_model_len"] = to_int(est.group(1))
@@ -1492,6 +1493,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
     # (vLLM's cumem allocator, sleep mode: "Cuda error: out of memory at …/cumem_allocator.cpp: 62")
     # (and the driver API's own refusal, raised by a custom op: "RuntimeError: CUDA driver error: out of memory")
     Extractor("cuda_oom", ("out of memory",), _F(r"(?i)(CUDA|NPU)(?: driver)? error: out of memory"), _cuda_oom),
+    # Apple's Metal (MLX under vllm-metal): "[METAL] Command buffer execution failed: Insufficient Memory
+    # (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)"
+    Extractor(
+        "cuda_oom",
+        ("kIOGPUCommandBufferCallbackErrorOutOfMemory",),
+        _F(r"Insufficient Memory \(\w*:?kIOGPUCommandBufferCallbackErrorOutOfMemory\)"),
+        lambda m: {"device": "METAL"},
+    ),
     # NCCL's own buffers refused by the allocator ("include/alloc.h:125 NCCL WARN Cuda failure 'out
     # of memory'"): the communicator's memory did not fit beside the KV cache
     Extractor(
@@ -1613,6 +1622,25 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _chunked,
     ),
     Extractor("platform", ("detected platform",), _F(r"detected platform (\w+)"), _platform),
+    # verl's memory log beside its rollout ("Before building vllm rollout, memory allocated (GB): 41.31,
+    # memory reserved (GB): 41.62, device memory used/total (GB): 43.05/79.32"): torch's GiB, the card's total
+    Extractor(
+        "wrapper_memory",
+        ("device memory used/total (GB):",),
+        _F(r"device memory used/total \(GB\): (\d+(?:\.\d+)?)/(\d+(?:\.\d+)?)"),
+        lambda m: {"total_gpu_gib": float(m.group(2))},
+    ),
+    # ... and what its trainer held in this process as the rollout was built (FSDP shards, optimizer
+    # states): "Before building vllm rollout, memory allocated (GB): 41.31, memory reserved (GB): 42.12"
+    Extractor(
+        "trainer_memory",
+        ("Before building vllm rollout",),
+        _F(
+            r"Before building vllm rollout, memory allocated \(GB\): (\d+(?:\.\d+)?), "
+            r"memory reserved \(GB\): (\d+(?:\.\d+)?)"
+        ),
+        lambda m: {"trainer_held_gib": round(float(m.group(2)), 2)},
+    ),
     # Windows' WSL2: vLLM's own warning ("Using 'pin_memory=False' as WSL is detected"), the kernel's
     # name (…-microsoft-standard-WSL2), or the reporter saying so
     Extractor("wsl_host", ("WSL",), _F(r"as WSL is detected|microsoft-standard-WSL|\bWSL ?2?\b"), _nothing),
