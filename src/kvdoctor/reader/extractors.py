@@ -990,11 +990,18 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "cannot stop",
             "can't kill",
             "cannot kill",
+            "not to touch",
+            "not to stop",
+            "not to kill",
+            "not allowed to",
+            "not supposed to",
         ),
         _F(
             r"(?i)(--gres[= ]shard\S*|gres/shard\S*|gpu-sharing-strategy\S*\s*[:=]?\s*\S+|\btime-(?:sharing|slicing)\b|"
             r"timeSlicing|nvidia\.com/gpu\.shared|CUDA_MPS_\w+|nvidia-cuda-mps\S*|CUDA_DEVICE_MEMORY_LIMIT\S*|"
-            r"\b(?:has|must|needs) to stay\b|\bcan(?:'|no)t (?:touch|stop|kill) "
+            r"\b(?:has|must|needs) to stay\b|"
+            r"\b(?:(?:told|asked) )?not (?:to|allowed to|supposed to) (?:touch|stop|kill)\b|"
+            r"\bcan(?:'|no)t (?:touch|stop|kill) "
             r"(?:it|them|that|the (?:other|tei|embedding|training|trainer|job|container|service))\b)"
         ),
         lambda m: {"how": m.group(1)},
