@@ -535,7 +535,9 @@ def test_a_healthy_start_up_is_high_only_on_the_servers_own_word_with_nothing_be
 def test_a_4bit_checkpoint_is_not_told_to_serve_a_4bit_checkpoint() -> None:
     top = diagnose(HERE / "awq_model_too_large_no_awq_suggestion.log").diagnoses[0]
     assert top.rule == "no-cache-blocks-model-too-large"
-    assert "use_quantized_checkpoint" not in [r.action for r in top.remedies]
+    # (a smaller checkpoint is still named, as a smaller model or a bigger card: never 4-bit again)
+    smaller = [r.text for r in top.remedies if r.action == "use_quantized_checkpoint"]
+    assert all("already 4-bit" in t and "AWQ/GPTQ" not in t for t in smaller)
 
 
 def test_a_v0_length_cut_below_32k_keeps_chunked_prefill_on() -> None:
@@ -955,3 +957,59 @@ def test_the_driver_apis_out_of_memory_is_an_out_of_memory_error() -> None:
     # "RuntimeError: CUDA driver error: out of memory" from a custom op, not a driver to fix
     text = "(EngineCore pid=74) ERROR 05-07 00:37:03 [core.py:1136] RuntimeError: CUDA driver error: out of memory\n"
     assert diagnose(text).verdict == "cuda_oom"
+
+
+def test_a_fraction_set_below_the_default_that_would_hold_the_length_is_raised_first() -> None:
+    # 0.82 on an empty L40S, 27424 tokens for a 32768 length: the default 0.9 holds ≈46K
+    report = diagnose(
+        ROUND43 / "round45-s" / "s02-v0-0661-l40s-qwen25-14b-util082-len32768-profile-block-27424-tokens-maxlen.log"
+    )
+    first = report.diagnoses[0].remedies[0]
+    assert (first.action, first.value) == ("raise_gpu_memory_utilization", 0.9)
+    assert report.facts["max_model_len_at_default_utilization"] >= 32768
+
+
+def test_vllm_mla_disable_left_in_the_environment_is_the_fix_for_an_mla_models_short_cache() -> None:
+    report = diagnose(
+        ROUND43
+        / "round45-s"
+        / "s08-v0-073-compose-a100-80-deepseek-v2-lite-vllm-mla-disable-1-mha-sized-kv-163840-maxlen.txt"
+    )
+    first = report.diagnoses[0].remedies[0]
+    assert first.action == "fix_environment" and "VLLM_MLA_DISABLE" in first.text
+
+
+def test_a_blocks_override_above_what_fits_is_dropped_not_the_fraction() -> None:
+    report = diagnose(
+        ROUND43 / "round45-t" / "t09-v0-042-kubectl-l4-llama3-8b-num-gpu-blocks-override-4096-kv-alloc-oom.txt"
+    )
+    first = report.diagnoses[0].remedies[0]
+    assert (first.action, first.value) == ("fix_config", 1735)
+
+
+def test_a_length_above_the_models_own_names_that_length() -> None:
+    report = diagnose(
+        ROUND43 / "round45-t" / "t12-v0-026-issue-tgi-habit-max-model-len-8192-llama2-13b-derived-4096.md"
+    )
+    first = report.diagnoses[0].remedies[0]
+    assert (first.action, first.value) == ("fix_config", 4096) and "--max-model-len" in first.text
+
+
+def test_a_fraction_given_as_a_percentage_is_rewritten_not_avoided() -> None:
+    report = diagnose(
+        ROUND43 / "round45-p" / "p12-v0-073-helm-vllm-stack-gpumemutil-90-percent-rejected-a10g-mistral7b.md"
+    )
+    top = report.diagnoses[0]
+    assert top.remedies[0].action == "fix_config" and "0.9" in top.remedies[0].text
+    assert "lower_gpu_memory_utilization" not in {a.action for a in top.avoid}
+
+
+def test_an_already_4bit_checkpoint_on_one_card_needs_more_memory_not_eager_mode() -> None:
+    report = diagnose(
+        ROUND43 / "round45-q" / "q03-v1-085-issue-a100-40g-llama31-70b-awq-weights-exceed-budget-no-blocks.md"
+    )
+    assert report.diagnoses[0].remedies[0].action == "use_quantized_checkpoint"
+
+
+def test_a_tickets_environment_list_states_the_release() -> None:
+    assert diagnose("**vLLM**: 0.2.4 (pip), torch 2.1.1, CUDA 12.1\n").facts["vllm_version"] == "0.2.4"

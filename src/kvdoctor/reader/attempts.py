@@ -369,6 +369,8 @@ def _dump_facts(sink: _FactSink, event: Event, values: dict[str, Any], rank: int
 _SIMPLE_FIGURES = tuple(n for n in FIGURES if n != "max_model_len") + (
     "trainer_held_gib",
     "check_kv_gib",
+    "derived_max_model_len",
+    "gpu_blocks_measured",
     "kv_cache_memory_bytes",
     "kv_cache_memory_bytes_reserved",
     "cuda_graph_estimate_gib",
@@ -1633,7 +1635,7 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("model", event.fields["model"], event, rank=1)
         elif event.kind == "gpu_blocks" and event.fields.get("device") == "CPU" and device_blocks:
             continue
-        elif event.kind == "blocks_override" and event.fields.get("computed_blocks") == 0 and graph_profiled:
+        elif event.kind == "blocks_override" and event.fields.get("gpu_blocks_measured") == 0 and graph_profiled:
             continue  # 0.18+: the CUDA-graph memory profile runs on a dummy KV cache of 512 blocks
         else:
             _figure_facts(sink, event)

@@ -116,6 +116,7 @@ def derive(facts: Facts) -> Facts:
     _smallest_card(out)
     _larger_card(out)
     _batch_follows_length(out)
+    _length_at_default(out)
     _cotenant_loading(out)
     _oom_past_weights(out)
     _kv_cache_absent(out)
@@ -638,6 +639,36 @@ def _tokens(out: Facts) -> None:
     kv, tokens = _v(out, "kv_cache_gib"), _v(out, "kv_cache_tokens")
     if kv and tokens and kv > 0:
         _put(out, "kv_bytes_per_token", int(round(kv * (1 << 30) / tokens)))
+
+
+def _length_at_default(out: Facts) -> None:
+    """A fraction set below vLLM's default, and a KV cache too short for the length: the tokens the
+    cache would hold at the default fraction, on an otherwise empty card (an estimate). The card's
+    total where printed, else the least the printed weights and KV cache at this fraction imply."""
+    util = _v(out, "gpu_memory_utilization")
+    if util is None or "utilization_default" in out or _v(out, "max_model_len") is None:
+        return
+    default = default_utilization(out)
+    if util <= 0 or util >= default - 0.05:
+        return
+    fits = next(
+        (
+            v
+            for v in (_v(out, n) for n in ("max_tokens_in_kv_cache", "kv_cache_tokens", "estimated_max_model_len"))
+            if v
+        ),
+        None,
+    )
+    per_token = _v(out, "kv_bytes_per_token")
+    total = _v(out, "total_gpu_gib")
+    weights, kv = _v(out, "weights_gib"), _v(out, "kv_cache_gib")
+    if total is None and weights is not None:
+        total = (weights + max(kv or 0.0, 0.0)) / util
+    if fits is None or not per_token or total is None:
+        return
+    extra = (default - util) * total * (1 << 30) / per_token
+    _put(out, "utilization_default_value", default, source="estimate")
+    _put(out, "max_model_len_at_default_utilization", _round_down(int(fits + extra)), source="estimate")
 
 
 def _round_down(tokens: int) -> int:

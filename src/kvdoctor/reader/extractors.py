@@ -552,7 +552,12 @@ def _mamba_cap(m: re.Match[str]) -> Fields:
 
 
 def _user_len(m: re.Match[str]) -> Fields:
-    return {"max_model_len": to_int(m.group(1)), "derived": m.group(2)}
+    fields: Fields = {"max_model_len": to_int(m.group(1)), "derived": m.group(2)}
+    # ("max_position_embeddings=4096 in model's config.json", "max_model_len=32768 …"): the model's own length
+    derived = re.search(r"=(\d+)", m.group(2))
+    if derived:
+        fields["derived_max_model_len"] = int(derived.group(1))
+    return fields
 
 
 def _long_ctx(m: re.Match[str]) -> Fields:
@@ -764,7 +769,7 @@ def _cache_info(m: re.Match[str]) -> Fields:
 
 
 def _override(m: re.Match[str]) -> Fields:
-    return {"gpu_blocks": to_int(m.group(2)), "computed_blocks": to_int(m.group(1))}
+    return {"gpu_blocks": to_int(m.group(2)), "gpu_blocks_measured": to_int(m.group(1))}
 
 
 # what each request-time marker says was running when the error came
@@ -999,7 +1004,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(
             r"(?i)(--gres[= ]shard\S*|gres/shard\S*|gpu-sharing-strategy\S*\s*[:=]?\s*\S+|\btime-(?:sharing|slicing)\b|"
             r"timeSlicing|nvidia\.com/gpu\.shared|CUDA_MPS_\w+|nvidia-cuda-mps\S*|CUDA_DEVICE_MEMORY_LIMIT\S*|"
-            r"\b(?:has|must|needs) to stay\b|"
+            r"\b(?:(?:has|needs) to|must) stay\b|"
             r"\b(?:(?:told|asked) )?not (?:to|allowed to|supposed to) (?:touch|stop|kill)\b|"
             r"\bcan(?:'|no)t (?:touch|stop|kill) "
             r"(?:it|them|that|the (?:other|tei|embedding|training|trainer|job|container|service))\b)"
@@ -1084,6 +1089,13 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "stated_version",
         ("vLLM Version", "vllm==", "vllm-openai:v"),
         _F(r"(?:^\s*vLLM Version\s*:\s*|\bvllm==|vllm/vllm-openai:v)(\d+\.\d+\.\d+[\w.+-]*)"),
+        _version,
+    ),
+    # a ticket's environment list: "**vLLM**: 0.2.4 (pip)", "vLLM version: 0.6.3.post1", "- vllm: 0.8.5"
+    Extractor(
+        "stated_version",
+        ("vLLM**:", "vLLM:", "vllm:", "vLLM version:", "vllm version:", "vLLM Version**:"),
+        _F(r"(?i)^[\s>*#-]*\**vllm(?: version)?\**\s*:\s*\**\s*v?(\d+\.\d+\.\d+[\w.+]*)"),
         _version,
     ),
     # the installed package's own folder in a frame's path: "…/vllm-0.2.7+cu123-py3.10-linux-x86_64.egg/vllm/…"
@@ -1647,6 +1659,11 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"memory reserved \(GB\): (\d+(?:\.\d+)?)"
         ),
         lambda m: {"trainer_held_gib": round(float(m.group(2)), 2)},
+    ),
+    # MLA switched off by the environment (a workaround left in a compose file or a launch): an MLA
+    # model (DeepSeek-V2/V3, Kimi) then caches full K and V per head, many times the latent's bytes
+    Extractor(
+        "mla_disabled", ("VLLM_MLA_DISABLE",), _F(r"VLLM_MLA_DISABLE\W{0,3}(?:=|:)\s*[\"']?(?:1|true|True)\b"), _nothing
     ),
     # Windows' WSL2: vLLM's own warning ("Using 'pin_memory=False' as WSL is detected"), the kernel's
     # name (…-microsoft-standard-WSL2), or the reporter saying so
