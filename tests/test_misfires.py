@@ -1013,3 +1013,38 @@ def test_an_already_4bit_checkpoint_on_one_card_needs_more_memory_not_eager_mode
 
 def test_a_tickets_environment_list_states_the_release() -> None:
     assert diagnose("**vLLM**: 0.2.4 (pip), torch 2.1.1, CUDA 12.1\n").facts["vllm_version"] == "0.2.4"
+
+
+def test_two_nvidia_smi_queries_on_one_prompt_are_both_read() -> None:
+    text = (
+        "$ nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader ; "
+        "nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,noheader\n"
+        "0, 73208 MiB, 81559 MiB\n"
+        "1, 1 MiB, 81559 MiB\n"
+        "GPU-3f1c9a2e-7d41-08b5-c6e2-51a0f9d3b7c4, 61020, python3, 73196 MiB\n"
+        "ValueError: Free memory on device cuda:0 (7.97/79.65 GiB) on startup is less than desired GPU memory "
+        "utilization (0.9, 71.69 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n"
+    )
+    facts = diagnose(text).facts
+    assert facts["gpu.count"] == 2 and facts["gpu.other_pids"] == [61020]
+
+
+def test_kubectl_describes_args_one_per_line_are_the_launch() -> None:
+    text = (
+        "    Args:\n      --model\n      Qwen/Qwen2.5-3B-Instruct\n      --gpu-memory-utilization\n      0.4\n"
+        "    State:          Waiting\n"
+        "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+        "initializing the engine.\n"
+    )
+    facts = diagnose(text).facts
+    assert (facts["model"], facts["gpu_memory_utilization"]) == ("Qwen/Qwen2.5-3B-Instruct", 0.4)
+
+
+def test_an_oom_message_repeated_by_a_wrapper_counts_each_process_once() -> None:
+    message = (
+        "CUDA out of memory. Tried to allocate 224.00 MiB. GPU 0 has a total capacity of 23.58 GiB of which "
+        "112.00 MiB is free. Process 20117 has 2.71 GiB memory in use. Process 20244 has 2.38 GiB memory in use. "
+        "Including non-PyTorch memory, this process has 18.36 GiB memory in use."
+    )
+    text = f"2024-06-01 10:00:00 xinference ERROR Leave launch_builtin_model, error: {message} {message}\n"
+    assert diagnose(text).facts["oom_other_process_gib"] == 5.09

@@ -49,6 +49,10 @@ def snapshot_facts(
     )
     facts["gpu.other_process_count"] = len(others)
     facts["gpu.other_pids"] = sorted({p.pid for p in others})
+    if others and all(map(_vllm_named, others)):
+        # (what holds the card is another vLLM engine: a sibling of this deployment, or an earlier
+        # server; stopping it may stop the service this one belongs to)
+        facts["gpu.other_is_vllm"] = True
     known = [p.used_gib for p in others if p.used_gib is not None]
     if known or not others:
         facts["gpu.other_process_gib"] = round(sum(known), 2)

@@ -96,6 +96,7 @@ class SmiReader:
         self._source = SnapshotSource.SMI_TABLE
         self._fields: list[str] = []
         self._headerless = False
+        self._queued: list[tuple[str, list[str], str]] = []  # the next queries of the same prompt
 
     def feed(self, number: int, text: str) -> None:
         if self._mode is _Mode.IDLE:
@@ -157,8 +158,13 @@ class SmiReader:
             self._close_table()
             self._table, self._mode = _Table(section="procs"), _Mode.TABLE
             self._has_procs, self._proc_rows = True, []
-        elif (command := _COMMAND.search(line)) is not None:
-            self._start_csv(command.group(1), command.group(2).split(","), command.group(3) or "")
+        elif _COMMAND.search(line) is not None:
+            # (two queries on one prompt, "nvidia-smi --query-gpu=… ; nvidia-smi --query-compute-apps=…":
+            # their outputs follow one after the other)
+            commands = [c for part in re.split(r";|&&", line) if (c := _COMMAND.search(part)) is not None]
+            self._queued = [(c.group(1), c.group(2).split(","), c.group(3) or "") for c in commands[1:]]
+            first = commands[0]
+            self._start_csv(first.group(1), first.group(2).split(","), first.group(3) or "")
         else:
             self._csv_header(line)
 
@@ -270,6 +276,16 @@ class SmiReader:
         if _PROMPT.match(line):
             return False  # the next command at a shell prompt ends the output
         cells = [c.strip() for c in line.split(",")]
+        if len(cells) != len(self._fields) and self._queued and line:
+            kind, fields, fmt = self._queued.pop(0)
+            if self._mode is _Mode.GPU_CSV and kind != "gpu":
+                self._mode = _Mode.APPS_CSV  # (the GPUs read so far stay)
+                self._fields = [_ALIASES.get(f, f) for f in fields]
+                self._headerless = "noheader" in fmt
+                self._has_procs, self._proc_rows = True, []
+            else:
+                self._start_csv(kind, fields, fmt)
+            return self._csv_line(line)
         if len(cells) != len(self._fields):
             # a blank line between the command and its output does not end the block
             return not line and self._headerless

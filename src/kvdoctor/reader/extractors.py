@@ -326,7 +326,7 @@ _GPU_NAME = (
     + r"|(?:\b(\d+)\s*[x×*]\s*|\b(?:on|with|using|an?|one|single|my|two|four|eight)\s+)"
     + _GPU_MODEL
     # a ticket's "GPU: NVIDIA A100-SXM4-80GB", a node label "nvidia.com/gpu.product: NVIDIA-H200"
-    + r"|\b(?:GPUs?(?: (?:type|model|name))?|gpu\.product|[Aa]ccelerator|Box|Hardware|Machine|Rig|Setup)"
+    + r"|\b(?:GPUs?(?: (?:type|model|name))?|gpu\.product|[Aa]ccelerators?|Box|Hardware|Machine|Rig|Setup)"
     + r"\s*[:=]\s*[\"']?"
     + _GPU_MODEL
     # the label's value alone, as `kubectl get node -o jsonpath=…gpu\.product…` prints it
@@ -500,7 +500,9 @@ def _cuda_oom(m: re.Match[str]) -> Fields:
         found = pattern.search(text)
         if found:
             fields[name] = size_gib(found.group(1), found.group(2))
-    others = [(int(pid), size_gib(v, u)) for pid, v, u in _OOM_PROCESS.findall(text)]
+    # (each PID once: a wrapper that repeats the OOM's message on the same line, Xinference's
+    # "Leave launch_builtin_model, error: …" around the traceback's own, lists every process again)
+    others = list({int(pid): size_gib(v, u) for pid, v, u in _OOM_PROCESS.findall(text)}.items())
     if others:
         fields["processes"] = [{"pid": pid, "gib": round(gib, 3)} for pid, gib in others]
         fields["process_gib"] = round(sum(g for _, g in others), 3)

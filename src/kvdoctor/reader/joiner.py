@@ -79,6 +79,12 @@ _FOLDED_OPEN = re.compile(r"^\s*(?:command|args|entrypoint)\s*:\s*[>|][-+]?(?:\s
 _FOLDED_ITEM = re.compile(r"^\s+--[a-z][\w-]*")
 
 
+# `kubectl describe pod`'s container argv, one item per line under "Args:" (or "Command:"): the
+# items, each a single token, are joined to the key so the flags read as one command
+_DESCRIBE_OPEN = re.compile(r"^\s*(?:Args|Command):(?:\s+\S+)*\s*$")
+_DESCRIBE_ITEM = re.compile(r"^\s+\S+\s*$")
+
+
 def _open_list(previous: Line) -> bool:
     """The line opens a Python list of strings that it does not close (`['serve',`), or a JSON
     array on a line of its own (jq's `[`, a manifest's `"args": [`) whose items follow."""
@@ -138,6 +144,13 @@ def _continues(previous: Line, line: Line, joined: int) -> bool:
     if _YAML_FLAG.match(previous.text) and _YAML_ITEM.match(line.text) and line.origin.proc == previous.origin.proc:
         return joined < MAX_COMMAND_JOIN
     if _FOLDED_OPEN.match(previous.text) and _FOLDED_ITEM.match(line.raw) and line.origin.proc == previous.origin.proc:
+        return joined < MAX_COMMAND_JOIN
+    if (
+        _DESCRIBE_OPEN.match(previous.text)
+        and _DESCRIBE_ITEM.match(line.raw)
+        and not line.text.rstrip().endswith(":")
+        and line.origin.proc == previous.origin.proc
+    ):
         return joined < MAX_COMMAND_JOIN
     if (
         _CALL_OPEN.search(previous.text)
