@@ -1002,11 +1002,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "not to kill",
             "not allowed to",
             "not supposed to",
+            "keep running",
+            "stays on",
         ),
         _F(
             r"(?i)(--gres[= ]shard\S*|gres/shard\S*|gpu-sharing-strategy\S*\s*[:=]?\s*\S+|\btime-(?:sharing|slicing)\b|"
             r"timeSlicing|nvidia\.com/gpu\.shared|CUDA_MPS_\w+|nvidia-cuda-mps\S*|CUDA_DEVICE_MEMORY_LIMIT\S*|"
-            r"\b(?:(?:has|needs) to|must) stay\b|"
+            r"\b(?:(?:has|needs) to|must) stay\b|\b(?:(?:has|needs) to|must) keep running\b|"
+            r"\bstays on (?:this|the|that|each) (?:GPU|card)\b|"
             r"\b(?:(?:told|asked) )?not (?:to|allowed to|supposed to) (?:touch|stop|kill)\b|"
             r"\bcan(?:'|no)t (?:touch|stop|kill) "
             r"(?:it|them|that|the (?:other|tei|embedding|training|trainer|job|container|service))\b)"
