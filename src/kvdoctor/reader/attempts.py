@@ -1101,6 +1101,10 @@ def _outcome_facts(sink: _FactSink, attempt: Attempt, recovered: set[int]) -> No
     )
     if suite is not None:
         sink.put("test_suite", True, suite, rank=1)
+    # verl's own memory log around its rollout: the engine shares the GPU with verl's trainer
+    verl = next((e for e in attempt.events if e.kind in ("wrapper_memory", "trainer_memory")), None)
+    if verl is not None:
+        sink.put("rl_colocated", "verl", verl, rank=1)
     kv_by_rank = [r["kv_cache_gib"] for r in attempt.ranks() if isinstance(r.get("kv_cache_gib"), (int, float))]
     if len(kv_by_rank) > 1:
         # ranks on different GPUs that disagree by GiBs: one GPU is shared with another process
