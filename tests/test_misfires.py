@@ -1048,3 +1048,30 @@ def test_an_oom_message_repeated_by_a_wrapper_counts_each_process_once() -> None
     )
     text = f"2024-06-01 10:00:00 xinference ERROR Leave launch_builtin_model, error: {message} {message}\n"
     assert diagnose(text).facts["oom_other_process_gib"] == 5.09
+
+
+def test_an_oom_held_by_an_earlier_start_ups_own_engine_says_to_stop_it_first() -> None:
+    # "Started engine process with PID 23311" in the first run, then "Process 23311 has 38.71 GiB"
+    report = diagnose(ROUND43 / "round45-i" / "i05-v0-063p1-relaunch-after-healthy-orphan-engine-kv-alloc-oom.log")
+    assert report.facts["oom_holder_earlier_start"] == 23311
+    assert report.diagnoses[0].remedies[0].action == "free_gpu_memory"
+
+
+def test_the_cpu_swaps_code_line_names_pinned_host_memory() -> None:
+    report = diagnose(
+        ROUND43
+        / "round45-k"
+        / "k01-v0-040p1-docker-a100-40-mistral7b-swap-space-48-pinned-cpu-cache-cuda-error-oom.log"
+    )
+    top = report.diagnoses[0]
+    assert top.rule == "cuda-oom-cpu-swap" and top.remedies[0].action == "fix_config"
+
+
+def test_cpu_offload_is_counted_per_rank_in_the_hosts_ram() -> None:
+    report = diagnose(
+        ROUND43
+        / "round45-k"
+        / "k07-v1-0160-2xl40s-tp2-llama33-70b-cpu-offload-40-per-rank-80g-pinned-64g-host-worker-tp1-oom-killed.log"
+    )
+    assert report.facts["cpu_offload_host_gib"] == 80.0
+    assert "80.0 GiB" in report.diagnoses[0].remedies[0].text

@@ -53,6 +53,9 @@ READ_OTHERWISE = {
     # (Ctrl-C at the terminal during the capture: `other-interrupted`, whose first step is to start
     # again and let it finish, not `unknown`)
     "round45-v/v11-": ("other", "collect_more_log"),
+    # (pinned host memory for V0's CPU swap refused as "CUDA error: out of memory": rule
+    # cuda-oom-cpu-swap names it as such, in the OOM class, with --swap-space as its fix)
+    "round45-k/k01-": ("cuda_oom", "fix_config"),
 }
 
 CASES = [

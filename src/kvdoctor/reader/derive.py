@@ -517,6 +517,9 @@ def _host_memory_asked(out: Facts) -> None:
     offload = out.get("cpu_offload_gb")
     if offload is not None and not (isinstance(offload.value, (int, float)) and offload.value > 0):
         del out["cpu_offload_gb"]
+    elif offload is not None:
+        # (per GPU, as --swap-space: every rank keeps its own offloaded share in the host's RAM)
+        _put(out, "cpu_offload_host_gib", round(float(offload.value) * tp, 1))
 
 
 def _profile_overhead(out: Facts) -> None:

@@ -1670,6 +1670,13 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor(
         "mla_disabled", ("VLLM_MLA_DISABLE",), _F(r"VLLM_MLA_DISABLE\W{0,3}(?:=|:)\s*[\"']?(?:1|true|True)\b"), _nothing
     ),
+    # V0's multiprocessing front end naming its engine's process ("Started engine process with PID 23311")
+    Extractor(
+        "engine_process",
+        ("Started engine process with PID",),
+        _F(r"Started engine process with PID (\d+)"),
+        lambda m: {"pid": int(m.group(1))},
+    ),
     # Windows' WSL2: vLLM's own warning ("Using 'pin_memory=False' as WSL is detected"), the kernel's
     # name (…-microsoft-standard-WSL2), or the reporter saying so
     Extractor("wsl_host", ("WSL",), _F(r"as WSL is detected|microsoft-standard-WSL|\bWSL ?2?\b"), _nothing),
@@ -1987,6 +1994,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         _F(_GPU_NAME),
         _gpu_name,
+    ),
+    # 0.2–0.5's cache engine allocates the CPU swap through the same helper as the GPU cache: the
+    # code line says which ("self.cpu_cache = self._allocate_kv_cache(self.num_cpu_blocks, "cpu")")
+    Extractor(
+        "frame",
+        ("num_cpu_blocks",),
+        _F(r"^\s*(?:self\.)?cpu_cache\s*=\s*self\._allocate_kv_cache\(\s*self\.num_cpu_blocks"),
+        lambda m: {"file": "<code>", "function": "allocate_cpu_cache"},
     ),
     # a code line inside a traceback names the step even when the frame is a wrapper
     # ("    cuda_graph_memory_bytes = self.model_runner.capture_model()")

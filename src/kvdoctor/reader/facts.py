@@ -233,6 +233,8 @@ KNOWN_FACTS = frozenset(
         "check_kv_gib",
         "derived_max_model_len",
         "gpu_blocks_measured",
+        "oom_holder_earlier_start",
+        "cpu_offload_host_gib",
         "kv_smallest_rank_gib",
         "utilization_default_value",
         "max_model_len_at_default_utilization",

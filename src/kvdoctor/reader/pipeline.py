@@ -170,11 +170,28 @@ def _same_card(attempts: Iterable[Attempt]) -> Iterator[Attempt]:
         yield attempt
 
 
+def _pids_of(attempt: AttemptResult) -> set[int]:
+    """The processes a start-up shows: its prefixes' pids and the engine process it says it started."""
+    pids = {e.origin.pid for e in attempt.events if e.origin.pid is not None}
+    pids.update(e.fields["pid"] for e in attempt.events if e.kind == "engine_process")
+    return pids
+
+
 def _with_earlier_instances(attempts: tuple[AttemptResult, ...]) -> tuple[AttemptResult, ...]:
     out = []
     running: AttemptResult | None = None
     failed: AttemptResult | None = None
+    earlier_pids: set[int] = set()
     for attempt in attempts:
+        holders = attempt.facts.get("oom_other_pids")
+        if holders is not None and isinstance(holders.value, list):
+            mine = sorted(p for p in holders.value if p in earlier_pids)
+            if mine:
+                # the process that holds the memory is an earlier start-up's of this log (its engine
+                # core, left running when only the front end was stopped): this server's own leftover
+                fact = Fact("oom_holder_earlier_start", mine[0], holders.line, holders.text, True, "derived")
+                attempt = replace(attempt, facts={**attempt.facts, "oom_holder_earlier_start": fact})
+        earlier_pids |= _pids_of(attempt)
         if failed is not None:
             # (a relaunch after a failed start-up: the failure may be what the reader came with)
             fact = Fact(
