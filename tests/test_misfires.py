@@ -1075,3 +1075,7 @@ def test_cpu_offload_is_counted_per_rank_in_the_hosts_ram() -> None:
     )
     assert report.facts["cpu_offload_host_gib"] == 80.0
     assert "80.0 GiB" in report.diagnoses[0].remedies[0].text
+
+
+def test_a_prompt_that_only_mentions_a_query_after_a_semicolon_does_not_crash() -> None:
+    assert diagnose("$ nvidia-smi; echo --query-gpu=memory.used\n").verdict == "unknown"

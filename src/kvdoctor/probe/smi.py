@@ -158,10 +158,9 @@ class SmiReader:
             self._close_table()
             self._table, self._mode = _Table(section="procs"), _Mode.TABLE
             self._has_procs, self._proc_rows = True, []
-        elif _COMMAND.search(line) is not None:
+        elif commands := [c for part in re.split(r";|&&", line) if (c := _COMMAND.search(part)) is not None]:
             # (two queries on one prompt, "nvidia-smi --query-gpu=… ; nvidia-smi --query-compute-apps=…":
             # their outputs follow one after the other)
-            commands = [c for part in re.split(r";|&&", line) if (c := _COMMAND.search(part)) is not None]
             self._queued = [(c.group(1), c.group(2).split(","), c.group(3) or "") for c in commands[1:]]
             first = commands[0]
             self._start_csv(first.group(1), first.group(2).split(","), first.group(3) or "")

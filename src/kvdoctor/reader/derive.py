@@ -625,6 +625,7 @@ def _tokens(out: Facts) -> None:
         _put(out, "kv_cache_tokens", max(blocks, 0) * block_size)  # 0.1 printed "# GPU blocks: -1"
     max_len = _v(out, "max_model_len")
     fits = _v(out, "estimated_max_model_len") or _v(out, "max_tokens_in_kv_cache")
+    printed = fits is not None  # (vLLM's own figure, for the rank whose check raised)
     needed, available = _v(out, "needed_kv_gib"), _v(out, "kv_cache_gib")
     if fits is None and needed and available and max_len and 0 < available < needed:
         fits = int(max_len * available / needed)  # KV grows linearly with length (0.7–0.9.0 print no estimate)
@@ -632,7 +633,7 @@ def _tokens(out: Facts) -> None:
         tokens = _v(out, "kv_cache_tokens")
         fits = tokens if tokens < max_len else None
     checked = _v(out, "check_kv_gib")
-    if fits is not None and checked and available and 0 < available < checked - 0.01:
+    if printed and fits is not None and checked and available and 0 < available < checked - 0.01:
         # another rank (a pipeline stage, a GPU shared with another process) printed less KV memory
         # than the rank whose check raised: the length has to fit the smallest
         fits = int(fits * available / checked)

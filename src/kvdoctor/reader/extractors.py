@@ -1100,7 +1100,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor(
         "stated_version",
         ("vLLM**:", "vLLM:", "vllm:", "vLLM version:", "vllm version:", "vLLM Version**:"),
-        _F(r"(?i)^[\s>*#-]*\**vllm(?: version)?\**\s*:\s*\**\s*v?(\d+\.\d+\.\d+[\w.+]*)"),
+        _F(r"(?i)^[\s>#-]*\**vllm(?: version)?\**\s*:\s*\**\s*v?(\d+\.\d+\.\d+[\w.+]*)"),
         _version,
     ),
     # the installed package's own folder in a frame's path: "…/vllm-0.2.7+cu123-py3.10-linux-x86_64.egg/vllm/…"
