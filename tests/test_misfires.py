@@ -684,7 +684,7 @@ def test_a_kv_size_copied_from_a_bigger_card_is_told_a_size_that_fits_this_one()
     assert "lower_gpu_memory_utilization" in [a.action for a in top.avoid]
 
 
-ROUND43 = HERE.parent / "variants"
+VARIANTS = HERE.parent / "variants"
 S01 = "s01-v1-0111-lora-8-slots-rank128-l4-weights-line-inflated-no-cache.log"
 S04 = "s04-v1-0130-ticket-gemma3-27b-disable-hybrid-kv-manager-all-layers-full-maxlen.md"
 S08 = "s08-v1-0110-k8s-qwen3-next-80b-fp8-hybrid-block544-one-h100-negative-kv.log"
@@ -700,7 +700,7 @@ def test_a_co_tenant_on_one_of_several_gpus_is_told_the_idle_ones() -> None:
     # launch pins TP 4 to 0-3 and the OOM names GPU 2: the snapshot is read for GPU 2, and the
     # four idle GPUs (those the launch named first) are where the server can run at its fraction
     report = diagnose(
-        ROUND43
+        VARIANTS
         / "round43-u"
         / "u07-v0-0631p1-8xa100-80-cvd-0-3-tp4-llama31-70b-gpu2-trainer-uncounted-kv-alloc-oom.log"
     )
@@ -716,7 +716,7 @@ def test_nvidia_smi_run_before_the_launch_shows_the_co_tenant_it_lists_by_bus_id
     # headerless query and its row must not be glued together, nor the next shell prompt read as
     # a CSV row: the notebook kernel (pid 58231) is named and freeing it leads
     report = diagnose(
-        ROUND43 / "round43-u" / "u09-v0-027-ray-tp4-4xa100-40-llama2-70b-gpu1-kernel-2g6-global-budget-zero-blocks.log"
+        VARIANTS / "round43-u" / "u09-v0-027-ray-tp4-4xa100-40-llama2-70b-gpu1-kernel-2g6-global-budget-zero-blocks.log"
     )
     top = report.diagnoses[0]
     assert (top.rule, top.confidence) == ("no-cache-blocks-other-process", "high")
@@ -727,7 +727,7 @@ def test_a_max_len_failure_beside_a_charged_co_tenant_frees_the_card_before_shor
     # V1 0.8.5 charges other processes: a 27.4 GiB notebook on GPU 3 is what rank 3's cache
     # lacks (10.0 GiB needed, 8.92 there), so freeing it keeps the 131072 tokens asked for
     report = diagnose(
-        ROUND43 / "round43-u" / "u01-v1-085-tp4-4xa100-80-llama33-70b-gpu3-notebook-counted-rank3-maxlen.log"
+        VARIANTS / "round43-u" / "u01-v1-085-tp4-4xa100-80-llama33-70b-gpu3-notebook-counted-rank3-maxlen.log"
     )
     top = report.diagnoses[0]
     assert top.klass == "max_model_len_too_large" and top.confidence == "medium"
@@ -738,7 +738,9 @@ def test_a_max_len_failure_beside_a_charged_co_tenant_frees_the_card_before_shor
 def test_a_test_that_fails_on_a_reply_after_the_server_served_is_not_a_start_up_failure() -> None:
     # a CI job: the server reached "Application startup complete." and answered /health, then
     # pytest's assertion on a reply failed ("E   AssertionError: …", "FAILED tests/…::test_x - …")
-    report = diagnose(ROUND43 / "round43-v" / "v11-v1-0240-gha-l4-llama32-3b-tail15-healthy-then-test-assert-fails.log")
+    report = diagnose(
+        VARIANTS / "round43-v" / "v11-v1-0240-gha-l4-llama32-3b-tail15-healthy-then-test-assert-fails.log"
+    )
     assert report.verdict == "healthy"
     assert report.facts["failed_while_serving"] == "a test run against the server"
 
@@ -747,7 +749,7 @@ def test_ipython7_frames_name_the_step_of_a_chained_traceback() -> None:
     # "…/gpu_model_runner.py in _dummy_sampler_run(self, hidden_states)": the OOM's own frames put
     # it in the sampler warm-up, after "Graph capturing finished", not in the capture
     report = diagnose(
-        ROUND43 / "round43-r" / "r10-v1-01011-jupyter-ipython7-h100-qwen3-8b-util097-sampler-warmup-oom-chained.txt"
+        VARIANTS / "round43-r" / "r10-v1-01011-jupyter-ipython7-h100-qwen3-8b-util097-sampler-warmup-oom-chained.txt"
     )
     top = report.diagnoses[0]
     assert (top.rule, top.phase) == ("cuda-oom-sampler-warmup", "sampler_warmup")
@@ -756,7 +758,7 @@ def test_ipython7_frames_name_the_step_of_a_chained_traceback() -> None:
 def test_lora_slots_that_take_the_kv_cache_are_cut_before_any_sharding() -> None:
     # 8 slots × rank 128 on Llama-3.1-8B: ≈5.0 GiB of adapter slots per GPU (V1's weights line
     # reads 19.99 GiB against 14.99 of weights); two slots leave one request its KV cache
-    top = diagnose(ROUND43 / "round43-s" / S01).diagnoses[0]
+    top = diagnose(VARIANTS / "round43-s" / S01).diagnoses[0]
     first = top.remedies[0]
     assert (first.action, first.value) == ("fix_config", 2)
     assert "--max-loras 2" in first.text and "5.0 GiB" in first.text
@@ -773,7 +775,7 @@ def test_v0_lora_slots_are_this_instances_memory_not_a_co_tenants() -> None:
 def test_the_hybrid_managers_flag_that_keeps_sliding_layers_whole_is_named() -> None:
     # Gemma-3-27B with --disable-hybrid-kv-cache-manager: 62 GiB for one 131072-token request, the
     # sliding layers' window only with the manager back, which fits the 16.97 GiB there
-    top = diagnose(ROUND43 / "round43-s" / S04).diagnoses[0]
+    top = diagnose(VARIANTS / "round43-s" / S04).diagnoses[0]
     assert top.remedies[0].action == "fix_config"
     assert "--disable-hybrid-kv-cache-manager" in top.remedies[0].text
     assert top.remedies[1].action == "lower_max_model_len"
@@ -782,7 +784,7 @@ def test_the_hybrid_managers_flag_that_keeps_sliding_layers_whole_is_named() -> 
 def test_an_encoder_decoder_v0_profile_is_cut_by_its_sequences_not_a_refused_batch() -> None:
     # mllama on V0 0.6.4 at --max-model-len 8192, chunked prefill off: a batch of 2048 is refused
     # below the length (and encoder-decoder models have no chunked prefill), so fewer sequences lead
-    top = diagnose(ROUND43 / "round43-s" / S10).diagnoses[0]
+    top = diagnose(VARIANTS / "round43-s" / S10).diagnoses[0]
     assert top.remedies[0].action == "reduce_max_num_seqs"
     assert not any("--max-num-batched-tokens 2048" in r.text for r in top.remedies)
 
@@ -790,7 +792,7 @@ def test_an_encoder_decoder_v0_profile_is_cut_by_its_sequences_not_a_refused_bat
 def test_a_fraction_the_reporter_only_plans_or_asks_about_is_not_this_runs() -> None:
     # "Plan was to set --gpu-memory-utilization 0.99 next." below the log; "Should I set
     # gpu_memory_utilization=0.99?" below another: the fraction in force is vLLM's default
-    assert diagnose(ROUND43 / "round43-s" / S08).facts["gpu_memory_utilization"] == 0.9
+    assert diagnose(VARIANTS / "round43-s" / S08).facts["gpu_memory_utilization"] == 0.9
     f03 = (
         HERE.parent
         / "variants"
@@ -807,7 +809,7 @@ def test_a_fraction_the_reporter_only_plans_or_asks_about_is_not_this_runs() -> 
 def test_a_compose_command_written_as_a_flow_sequence_is_read() -> None:
     # command: ["--model", "Qwen/Qwen2.5-32B-Instruct", "--tensor-parallel-size", "2", …] over
     # four lines, and a question below the log ("or use `--max-model-len 8192`?") that is not the run
-    report = diagnose(ROUND43 / "round43-v" / V07)
+    report = diagnose(VARIANTS / "round43-v" / V07)
     facts = report.facts
     assert (facts["model"], facts["tensor_parallel_size"], facts["max_model_len"]) == (
         "Qwen/Qwen2.5-32B-Instruct",
@@ -819,7 +821,7 @@ def test_a_compose_command_written_as_a_flow_sequence_is_read() -> None:
 def test_an_embedding_models_pooler_warm_up_at_098_gives_the_fraction_back() -> None:
     # "CUDA out of memory occurred when warming up pooler (task='embed') with 1024 dummy requests"
     # at 0.98: no sampler logits to cut; the fraction left almost nothing outside the budget
-    top = diagnose(ROUND43 / "round43-s" / S12).diagnoses[0]
+    top = diagnose(VARIANTS / "round43-s" / S12).diagnoses[0]
     assert "pooler" in top.title and "sampler" not in top.title
     assert (top.remedies[0].action, top.remedies[0].value) == ("lower_gpu_memory_utilization", 0.9)
 
@@ -827,7 +829,7 @@ def test_an_embedding_models_pooler_warm_up_at_098_gives_the_fraction_back() -> 
 def test_an_oom_on_a_card_the_launch_did_not_name_is_cudas_device_order() -> None:
     # CUDA_VISIBLE_DEVICES=1,2 meant the two 48 GB A6000s nvidia-smi lists as 1 and 2; the OOM's
     # "total capacity of 15.61 GiB" is the A4000 (GPU 0 by PCI bus): CUDA numbered fastest first
-    top = diagnose(ROUND43 / "round43-u" / U02).diagnoses[0]
+    top = diagnose(VARIANTS / "round43-u" / U02).diagnoses[0]
     assert top.rule == "cuda-oom-device-order"
     assert top.remedies[0].action == "fix_environment" and "CUDA_DEVICE_ORDER=PCI_BUS_ID" in top.remedies[0].text
     assert "RTX A4000" in top.explanation
@@ -883,7 +885,9 @@ def test_a_launch_written_as_a_comment_below_the_log_is_that_runs_note() -> None
     # "# ExecStart=… vllm serve … --gpu-memory-utilization 0.95" under a journal: no second
     # start-up, and its fraction is the run's (0.95 before 0.20 leaves the graphs ~1 GiB)
     report = diagnose(
-        ROUND43 / "round45-w" / "w07-v0-063p1-journalctl-4090-llama31-8b-util095-capture-oom-lines-chopped-at-width.log"
+        VARIANTS
+        / "round45-w"
+        / "w07-v0-063p1-journalctl-4090-llama31-8b-util095-capture-oom-lines-chopped-at-width.log"
     )
     assert len(report.attempts) == 1
     assert report.facts["gpu_memory_utilization"] == 0.95
@@ -894,7 +898,7 @@ def test_an_argument_dump_with_elisions_is_read_past_them() -> None:
     # "args: Namespace(…, max_model_len=65536, … enable_chunked_prefill=False, …)": V0 profiles
     # the whole 65536 tokens and refuses a smaller batch, so the length comes first
     report = diagnose(
-        ROUND43 / "round45-x" / "x09-v0-063p1-journald-a10g-llama31-8b-len65536-no-chunked-profile-oom.log"
+        VARIANTS / "round45-x" / "x09-v0-063p1-journald-a10g-llama31-8b-len65536-no-chunked-profile-oom.log"
     )
     assert report.facts["enable_chunked_prefill"] is False and report.facts["max_num_seqs"] == 256
     assert report.diagnoses[0].remedies[0].action == "lower_max_model_len"
@@ -916,7 +920,7 @@ def test_rays_dedup_echo_of_a_sibling_engine_is_not_a_relaunch() -> None:
     # "(EngineCore pid=40793) … Available KV cache memory: -2.84 GiB [repeated 3x across cluster]":
     # the other actors' engines at the same step, so the run's own fraction (0.3) stays in force
     report = diagnose(
-        ROUND43 / "round45-u" / "u10-v1-0220-skyrl-colocate-all-l40s-qwen25-7b-generator-util03-negative-kv.log"
+        VARIANTS / "round45-u" / "u10-v1-0220-skyrl-colocate-all-l40s-qwen25-7b-generator-util03-negative-kv.log"
     )
     assert len(report.attempts) == 1
     assert report.facts["gpu_memory_utilization"] == 0.3
@@ -927,7 +931,9 @@ def test_a_trainer_holding_the_card_as_verls_rollout_is_built_is_offloaded_first
     # "Before building vllm rollout, memory allocated (GB): 41.31, memory reserved (GB): 42.12" on
     # 0.8.4, which counts the process's own tensors against the rollout's fraction
     report = diagnose(
-        ROUND43 / "round45-u" / "u04-v1-084-verl-grpo-2xh100-qwen25-14b-fsdp-no-offload-in-process-counted-no-cache.log"
+        VARIANTS
+        / "round45-u"
+        / "u04-v1-084-verl-grpo-2xh100-qwen25-14b-fsdp-no-offload-in-process-counted-no-cache.log"
     )
     assert report.facts["trainer_held_gib"] == 42.12
     first = report.diagnoses[0].remedies[0]
@@ -937,7 +943,7 @@ def test_a_trainer_holding_the_card_as_verls_rollout_is_built_is_offloaded_first
 def test_a_length_that_fits_fits_the_smallest_pipeline_stage() -> None:
     # the check quotes the first stage (5.51 GiB, estimate 72208); the second printed 5.08 GiB
     report = diagnose(
-        ROUND43
+        VARIANTS
         / "round45-y"
         / "y07-v1-0141-lws-2pods-2xl40s-tp2-pp2-llama31-70b-maxlen-error-cites-pp0-but-pp1-smaller.txt"
     )
@@ -959,10 +965,15 @@ def test_the_driver_apis_out_of_memory_is_an_out_of_memory_error() -> None:
     assert diagnose(text).verdict == "cuda_oom"
 
 
+def _first_remedy(folder: str, name: str):  # type: ignore[no-untyped-def]
+    """The first remedy of a kept variant's top diagnosis."""
+    return diagnose(VARIANTS / folder / name).diagnoses[0].remedies[0]
+
+
 def test_a_fraction_set_below_the_default_that_would_hold_the_length_is_raised_first() -> None:
     # 0.82 on an empty L40S, 27424 tokens for a 32768 length: the default 0.9 holds ≈46K
     report = diagnose(
-        ROUND43 / "round45-s" / "s02-v0-0661-l40s-qwen25-14b-util082-len32768-profile-block-27424-tokens-maxlen.log"
+        VARIANTS / "round45-s" / "s02-v0-0661-l40s-qwen25-14b-util082-len32768-profile-block-27424-tokens-maxlen.log"
     )
     first = report.diagnoses[0].remedies[0]
     assert (first.action, first.value) == ("raise_gpu_memory_utilization", 0.9)
@@ -970,26 +981,20 @@ def test_a_fraction_set_below_the_default_that_would_hold_the_length_is_raised_f
 
 
 def test_vllm_mla_disable_left_in_the_environment_is_the_fix_for_an_mla_models_short_cache() -> None:
-    report = diagnose(
-        ROUND43
-        / "round45-s"
-        / "s08-v0-073-compose-a100-80-deepseek-v2-lite-vllm-mla-disable-1-mha-sized-kv-163840-maxlen.txt"
+    first = _first_remedy(
+        "round45-s", "s08-v0-073-compose-a100-80-deepseek-v2-lite-vllm-mla-disable-1-mha-sized-kv-163840-maxlen.txt"
     )
-    first = report.diagnoses[0].remedies[0]
     assert first.action == "fix_environment" and "VLLM_MLA_DISABLE" in first.text
 
 
 def test_a_blocks_override_above_what_fits_is_dropped_not_the_fraction() -> None:
-    report = diagnose(
-        ROUND43 / "round45-t" / "t09-v0-042-kubectl-l4-llama3-8b-num-gpu-blocks-override-4096-kv-alloc-oom.txt"
-    )
-    first = report.diagnoses[0].remedies[0]
+    first = _first_remedy("round45-t", "t09-v0-042-kubectl-l4-llama3-8b-num-gpu-blocks-override-4096-kv-alloc-oom.txt")
     assert (first.action, first.value) == ("fix_config", 1735)
 
 
 def test_a_length_above_the_models_own_names_that_length() -> None:
     report = diagnose(
-        ROUND43 / "round45-t" / "t12-v0-026-issue-tgi-habit-max-model-len-8192-llama2-13b-derived-4096.md"
+        VARIANTS / "round45-t" / "t12-v0-026-issue-tgi-habit-max-model-len-8192-llama2-13b-derived-4096.md"
     )
     first = report.diagnoses[0].remedies[0]
     assert (first.action, first.value) == ("fix_config", 4096) and "--max-model-len" in first.text
@@ -997,7 +1002,7 @@ def test_a_length_above_the_models_own_names_that_length() -> None:
 
 def test_a_fraction_given_as_a_percentage_is_rewritten_not_avoided() -> None:
     report = diagnose(
-        ROUND43 / "round45-p" / "p12-v0-073-helm-vllm-stack-gpumemutil-90-percent-rejected-a10g-mistral7b.md"
+        VARIANTS / "round45-p" / "p12-v0-073-helm-vllm-stack-gpumemutil-90-percent-rejected-a10g-mistral7b.md"
     )
     top = report.diagnoses[0]
     assert top.remedies[0].action == "fix_config" and "0.9" in top.remedies[0].text
@@ -1005,10 +1010,8 @@ def test_a_fraction_given_as_a_percentage_is_rewritten_not_avoided() -> None:
 
 
 def test_an_already_4bit_checkpoint_on_one_card_needs_more_memory_not_eager_mode() -> None:
-    report = diagnose(
-        ROUND43 / "round45-q" / "q03-v1-085-issue-a100-40g-llama31-70b-awq-weights-exceed-budget-no-blocks.md"
-    )
-    assert report.diagnoses[0].remedies[0].action == "use_quantized_checkpoint"
+    first = _first_remedy("round45-q", "q03-v1-085-issue-a100-40g-llama31-70b-awq-weights-exceed-budget-no-blocks.md")
+    assert first.action == "use_quantized_checkpoint"
 
 
 def test_a_tickets_environment_list_states_the_release() -> None:
@@ -1052,14 +1055,14 @@ def test_an_oom_message_repeated_by_a_wrapper_counts_each_process_once() -> None
 
 def test_an_oom_held_by_an_earlier_start_ups_own_engine_says_to_stop_it_first() -> None:
     # "Started engine process with PID 23311" in the first run, then "Process 23311 has 38.71 GiB"
-    report = diagnose(ROUND43 / "round45-i" / "i05-v0-063p1-relaunch-after-healthy-orphan-engine-kv-alloc-oom.log")
+    report = diagnose(VARIANTS / "round45-i" / "i05-v0-063p1-relaunch-after-healthy-orphan-engine-kv-alloc-oom.log")
     assert report.facts["oom_holder_earlier_start"] == 23311
     assert report.diagnoses[0].remedies[0].action == "free_gpu_memory"
 
 
 def test_the_cpu_swaps_code_line_names_pinned_host_memory() -> None:
     report = diagnose(
-        ROUND43
+        VARIANTS
         / "round45-k"
         / "k01-v0-040p1-docker-a100-40-mistral7b-swap-space-48-pinned-cpu-cache-cuda-error-oom.log"
     )
@@ -1069,7 +1072,7 @@ def test_the_cpu_swaps_code_line_names_pinned_host_memory() -> None:
 
 def test_cpu_offload_is_counted_per_rank_in_the_hosts_ram() -> None:
     report = diagnose(
-        ROUND43
+        VARIANTS
         / "round45-k"
         / "k07-v1-0160-2xl40s-tp2-llama33-70b-cpu-offload-40-per-rank-80g-pinned-64g-host-worker-tp1-oom-killed.log"
     )

@@ -655,20 +655,13 @@ def _length_at_default(out: Facts) -> None:
     default = default_utilization(out)
     if util <= 0 or util >= default - 0.05:
         return
-    fits = next(
-        (
-            v
-            for v in (_v(out, n) for n in ("max_tokens_in_kv_cache", "kv_cache_tokens", "estimated_max_model_len"))
-            if v
-        ),
-        None,
-    )
+    fits = _first(out, "max_tokens_in_kv_cache", "kv_cache_tokens", "estimated_max_model_len", default=0.0)
     per_token = _v(out, "kv_bytes_per_token")
     total = _v(out, "total_gpu_gib")
     weights, kv = _v(out, "weights_gib"), _v(out, "kv_cache_gib")
     if total is None and weights is not None:
         total = (weights + max(kv or 0.0, 0.0)) / util
-    if fits is None or not per_token or total is None:
+    if not fits or not per_token or total is None:
         return
     extra = (default - util) * total * (1 << 30) / per_token
     _put(out, "utilization_default_value", default, source="estimate")
