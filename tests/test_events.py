@@ -464,6 +464,27 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
         "engine_failed",
         {},
     ),
+    # `free` pasted beside a log: -h names its units, -g / -m / plain KiB are told by their size
+    (
+        "Mem:            30Gi       5.8Gi        17Gi       412Mi       7.5Gi        24Gi",
+        "host_ram",
+        {"host_ram_total_gib": 30.0, "host_ram_available_gib": 24.0},
+    ),
+    (
+        "Mem:             125         21          2          13         103        103",
+        "host_ram",
+        {"host_ram_total_gib": 125.0, "host_ram_available_gib": 103.0},
+    ),
+    (
+        "Mem:          64215       3120      41020         12      20075      60313",
+        "host_ram",
+        {"host_ram_total_gib": 62.7, "host_ram_available_gib": 58.9},
+    ),
+    (
+        "Mem:       65755520    3194940   42004812      12004   20555768   61760416",
+        "host_ram",
+        {"host_ram_total_gib": 62.7, "host_ram_available_gib": 58.9},
+    ),
 ]
 
 

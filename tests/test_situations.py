@@ -1726,3 +1726,38 @@ def test_a_v1_traceback_cut_after_the_kv_memory_line_is_the_length_check() -> No
         "low",
         "lower_max_model_len",
     )
+
+
+CPU_MAX_LEN = [
+    "INFO 10-29 21:04:20 llm_engine.py:1] Initializing an LLM engine (v0.6.3.post1) with config: "
+    "model='meta-llama/Llama-3.1-8B-Instruct', dtype=torch.bfloat16, max_seq_len=131072, device_config=cpu",
+    "WARNING 10-29 21:04:20 cpu_executor.py:1] Environment variable VLLM_CPU_KVCACHE_SPACE (GB) for CPU backend is "
+    "not set, using 4 by default.",
+    "INFO 10-29 21:04:47 cpu_executor.py:1] # CPU blocks: 2048",
+    "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in "
+    "KV cache (32768). Try increasing `VLLM_CPU_KVCACHE_SPACE` or decreasing `max_model_len` when initializing "
+    "the engine.",
+]
+
+
+def test_cpu_backend_length_is_lowered_where_free_shows_the_ram_cannot_hold_it() -> None:
+    free = [
+        "$ free -h",
+        "               total        used        free      shared  buff/cache   available",
+        "Mem:            30Gi       5.8Gi        17Gi       412Mi       7.5Gi        24Gi",
+    ]
+    report = diagnose("\n".join(free + CPU_MAX_LEN))
+    top = report.diagnoses[0]
+    assert (report.verdict, top.remedies[0].action, top.remedies[0].value) == (
+        "max_model_len_too_large",
+        "lower_max_model_len",
+        32768,
+    )
+    assert "24.0 GiB of RAM" in top.remedies[0].text
+    assert report.facts["host_ram_total_gib"] == 30.0
+
+
+def test_cpu_backend_kv_space_is_raised_where_the_host_has_the_ram() -> None:
+    free = ["Mem:             503         40         300           0         160         460"]  # free -g
+    assert diagnose("\n".join(free + CPU_MAX_LEN)).diagnoses[0].remedies[0].action == "raise_cpu_kv_cache_space"
+    assert diagnose("\n".join(CPU_MAX_LEN)).diagnoses[0].remedies[0].action == "raise_cpu_kv_cache_space"

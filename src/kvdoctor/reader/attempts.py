@@ -386,6 +386,8 @@ _SIMPLE_FIGURES = tuple(n for n in FIGURES if n != "max_model_len") + (
     "kv_cache_memory_bytes_to_fit",
     "kv_cache_memory_bytes_full",
     "external_weights_gib",
+    "host_ram_total_gib",
+    "host_ram_available_gib",
     # ("Chunked prefill is enabled with max_num_batched_tokens=…": on, whoever turned it on)
     "enable_chunked_prefill",
 )

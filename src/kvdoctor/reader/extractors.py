@@ -228,6 +228,22 @@ def _kv_bytes(m: re.Match[str]) -> Fields:
     }
 
 
+_FREE_UNITS = {"B": 1 / (1 << 30), "Ki": 1 / (1 << 20), "Mi": 1 / 1024, "Gi": 1.0, "Ti": 1024.0}
+
+
+def _host_ram(m: re.Match[str]) -> Fields | None:
+    """`free`'s "Mem:" row (total, used, free, shared, buff/cache, available): the host's RAM, for
+    the launches that ask it for something (the CPU backend's KV space, swap space, CPU offload).
+    `free -h` names its units; plain figures are `-g`, `-m` or `free`'s KiB, told by their size."""
+    cells = [(float(v), u) for v, u in re.findall(r"(\d+(?:[.,]\d+)?)(B|[KMGT]i)?", m.group(1).replace(",", "."))]
+    if len(cells) < 6:
+        return None
+    total = cells[0][0]
+    plain = 1.0 if total < 4096 else 1 / 1024 if total < 4 * 1024 * 1024 else 1 / (1 << 20)
+    gib = [v * (_FREE_UNITS[u] if u else plain) for v, u in cells]
+    return {"host_ram_total_gib": round(gib[0], 1), "host_ram_available_gib": round(gib[5], 1)}
+
+
 def _ascend_memory(m: re.Match[str]) -> Fields:
     # vllm-ascend worker_v1: "Available memory: <bytes>, total memory: <bytes>"
     return {
@@ -2092,6 +2108,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
         "available_kv_memory", ("total memory:",), _F(r"Available memory: (-?\d+), total memory: (\d+)"), _ascend_memory
     ),
     Extractor("args", ("vLLM config: {",), _F(r"vLLM config: (\{.*\})"), _config_dict),
+    # `free -g` / `free -h` pasted beside the log: "Mem:  30Gi  5.8Gi  17Gi  412Mi  7.5Gi  24Gi"
+    Extractor("host_ram", ("Mem:",), _F(r"^\s*Mem:((?:\s+\d+(?:[.,]\d+)?(?:B|[KMGT]i)?){6})\s*$"), _host_ram),
     # TPU (XLA / PJRT): "RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate
     # 1.96G. That was not possible. There are 3.46G free." / "Attempting to reserve 6.14G at the
     # bottom of memory" / "Ran out of memory in memory space hbm"

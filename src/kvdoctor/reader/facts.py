@@ -235,6 +235,8 @@ KNOWN_FACTS = frozenset(
         "gpu_blocks_measured",
         "oom_holder_earlier_start",
         "cpu_offload_host_gib",
+        "host_ram_total_gib",
+        "host_ram_available_gib",
         "kv_smallest_rank_gib",
         "utilization_default_value",
         "max_model_len_at_default_utilization",

@@ -156,17 +156,25 @@ def _still_running(attempt: AttemptResult) -> bool:
     return bool((facts.get("started") and facts["started"].value) or any(v and v > 0 for v in kv))
 
 
+_MACHINE_KINDS = ("gpu_name", "host_ram")
+
+
 def _same_card(attempts: Iterable[Attempt]) -> Iterator[Attempt]:
     """A card named once (the reporter's "RTX 5080 16GB", `nvidia-smi -L`) is the card of every
-    later start-up of the same log that names none of its own: one machine, tried again."""
-    named: list[Event] = []
+    later start-up of the same log that names none of its own: one machine, tried again; so is the
+    host's RAM `free` showed."""
+    named: dict[str, list[Event]] = {}
     for attempt in attempts:
-        own = [e for e in attempt.events if e.kind == "gpu_name"]
-        if own:
-            named = own
-        elif named:
-            attempt.events[:0] = named
-            attempt.lent = len(named)
+        lend: list[Event] = []
+        for kind in _MACHINE_KINDS:
+            own = [e for e in attempt.events if e.kind == kind]
+            if own:
+                named[kind] = own
+            else:
+                lend.extend(named.get(kind, ()))
+        if lend:
+            attempt.events[:0] = lend
+            attempt.lent = len(lend)
         yield attempt
 
 
