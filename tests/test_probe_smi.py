@@ -223,3 +223,13 @@ def test_reader_can_be_asked_mid_table_and_keep_reading() -> None:
     late = reader.result()
     assert late is not None and len(late.processes) == 4
     assert reader.lines() == list(range(1, len(table) + 1))
+
+
+def test_one_process_row_quoted_alone_is_a_process_on_its_gpu() -> None:
+    text = "nvidia-smi before starting vLLM:\n\n      |    0   N/A  N/A     31877      C   ...envs/rag/bin/python -m ipykernel_launcher    25498MiB |\n\nCommand: vllm serve m"
+    snap = parse_smi_text(text)
+    assert snap is not None and not snap.devices
+    (proc,) = snap.processes
+    assert (proc.pid, proc.device_index, round(proc.used_gib or 0, 1)) == (31877, 0, 24.9)
+    # (a table border or a GPU row alone is no process)
+    assert parse_smi_text("|   0  NVIDIA A100-SXM4-80GB   On  | 00000000:07:00.0 Off |  0 |") is None

@@ -1761,3 +1761,19 @@ def test_cpu_backend_kv_space_is_raised_where_the_host_has_the_ram() -> None:
     free = ["Mem:             503         40         300           0         160         460"]  # free -g
     assert diagnose("\n".join(free + CPU_MAX_LEN)).diagnoses[0].remedies[0].action == "raise_cpu_kv_cache_space"
     assert diagnose("\n".join(CPU_MAX_LEN)).diagnoses[0].remedies[0].action == "raise_cpu_kv_cache_space"
+
+
+def test_v0_length_error_beside_a_cotenant_the_release_charges_frees_the_card_first() -> None:
+    log = "\n".join(
+        [
+            "INFO 02-06 10:21:44 llm_engine.py:72] Initializing an LLM engine with config: model='meta-llama/Llama-2-13b-chat-hf', "
+            "tokenizer='meta-llama/Llama-2-13b-chat-hf', dtype=torch.float16, max_seq_len=4096, tensor_parallel_size=1, seed=0)",
+            "INFO 02-06 10:23:07 llm_engine.py:322] # GPU blocks: 118, # CPU blocks: 327",
+            "ValueError: The model's max seq len (4096) is larger than the maximum number of tokens that can be stored in KV "
+            "cache (1888). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+            "|    0   N/A  N/A     18834      C   ...envs/nb/bin/python -m ipykernel_launcher  45056MiB |",
+        ]
+    )
+    top = diagnose(log).diagnoses[0]
+    assert [r.action for r in top.remedies[:2]] == ["free_gpu_memory", "lower_max_model_len"]
+    assert "≈44.0 GiB" in top.remedies[0].text and "kvdoctor's estimate" in top.remedies[0].text

@@ -158,6 +158,11 @@ class SmiReader:
             self._close_table()
             self._table, self._mode = _Table(section="procs"), _Mode.TABLE
             self._has_procs, self._proc_rows = True, []
+        elif line.startswith("|") and _PROC_ROW.match(line):  # its rows alone, the header cut
+            self._close_table()
+            self._table, self._mode = _Table(section="procs"), _Mode.TABLE
+            self._has_procs, self._proc_rows = True, []
+            self._proc_line(line)
         elif commands := [c for part in re.split(r";|&&", line) if (c := _COMMAND.search(part)) is not None]:
             # (two queries on one prompt, "nvidia-smi --query-gpu=… ; nvidia-smi --query-compute-apps=…":
             # their outputs follow one after the other)
@@ -332,7 +337,12 @@ def _may_start(text: str) -> bool:
     if first == " ":
         first = text.lstrip()[:1]
     if first == "|":
-        return "NVIDIA-SMI" in text or "Processes:" in text
+        # (or one process row quoted alone, with its memory: "|  0  N/A  N/A  31877  C  …python  25498MiB |")
+        return (
+            "NVIDIA-SMI" in text
+            or "Processes:" in text
+            or ("MiB" in text and _PROC_ROW.match(text.strip()) is not None)
+        )
     if "nvidia-smi" in text:
         return True
     return first.islower() and ("memory." in text or "pid" in text)

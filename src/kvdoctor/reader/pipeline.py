@@ -45,7 +45,7 @@ class _LazySmi:
     """Creates the nvidia-smi reader at the first line that could belong to nvidia-smi output, so
     logs without it never import the probe package."""
 
-    HINTS = ("NVIDIA-SMI", "MiB /", "memory.total", "memory.used", "used_memory", "Processes:")
+    HINTS = ("NVIDIA-SMI", "MiB /", "MiB |", "memory.total", "memory.used", "used_memory", "Processes:")
 
     def __init__(self) -> None:
         self._reader: Any = None
