@@ -485,6 +485,21 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
         "host_ram",
         {"host_ram_total_gib": 62.7, "host_ram_available_gib": 58.9},
     ),
+    # the release an environment line or a sentence of the report states
+    ("vLLM 0.3.0, torch 2.1.2, CUDA 12.1, driver 535.129.03", "stated_version", {"version": "0.3.0"}),
+    ("shared by our group. vllm 0.8.5 in my own venv. I took GPU 2:", "stated_version", {"version": "0.8.5"}),
+    ("ROCm vLLM image with vLLM 0.9.2, one node with 8x MI300X", "stated_version", {"version": "0.9.2"}),
+    # a chart's model key and a compose command's positional model
+    (
+        "  name: meta-llama/Llama-3.1-405B-Instruct",
+        "config_value",
+        {"flags": {"model": "meta-llama/Llama-3.1-405B-Instruct"}},
+    ),
+    (
+        "      - meta-llama/Llama-3.1-8B-Instruct",
+        "config_value",
+        {"flags": {"model": "meta-llama/Llama-3.1-8B-Instruct"}},
+    ),
 ]
 
 
@@ -596,3 +611,19 @@ def test_the_allocators_nvml_asserts_are_its_oom(call: str) -> None:
     # failed (to word the OOM): each of its NVML asserts there replaces an OOM message
     raw = f'RuntimeError: NVML_SUCCESS == DriverAPI::get()->{call} INTERNAL ASSERT FAILED at "../c10/cuda/CUDACachingAllocator.cpp":1123, please report a bug to PyTorch.'
     assert events_of(raw)["cuda_oom"]["nvml_assert"] is True
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "vLLM 0.9.0 fixed this for me",
+        "upgrade to vllm 0.9.1 and it works",
+        "    repository: vllm/vllm-openai",
+        "  - /srv/hf:/root/.cache/huggingface",
+        "  name: vllm/vllm-openai",
+    ],
+)
+def test_prose_and_yaml_that_name_no_release_or_model(line: str) -> None:
+    found = events_of(line)
+    assert "stated_version" not in found
+    assert "model" not in found.get("config_value", {}).get("flags", {})

@@ -1777,3 +1777,22 @@ def test_v0_length_error_beside_a_cotenant_the_release_charges_frees_the_card_fi
     top = diagnose(log).diagnoses[0]
     assert [r.action for r in top.remedies[:2]] == ["free_gpu_memory", "lower_max_model_len"]
     assert "≈44.0 GiB" in top.remedies[0].text and "kvdoctor's estimate" in top.remedies[0].text
+
+
+def test_a_process_list_without_gpus_that_holds_more_than_a_card_is_one_process_per_card() -> None:
+    log = "\n".join(
+        [
+            "$ nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader",
+            *(f"{pid}, ray::WorkerDict.actor_rollout_generate_sequences, 38768 MiB" for pid in range(201877, 201881)),
+            "(WorkerDict pid=204612) INFO 04-23 15:12:41 [core.py:61] Initializing a V1 LLM engine (v0.8.4) with config: "
+            "model='Qwen/Qwen2.5-7B-Instruct', tensor_parallel_size=4, gpu_memory_utilization=0.5",
+            "(WorkerDict pid=204612) INFO 04-23 15:12:50 [gpu_model_runner.py:1291] Model loading took 3.5 GiB and 5.9 seconds",
+            "(WorkerDict pid=204612) INFO 04-23 15:12:55 [gpu_worker.py:1] Memory profiling takes 2.0 seconds",
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+            "initializing the engine.",
+            "GPU 0: NVIDIA H100 80GB HBM3",
+        ]
+    )
+    report = diagnose(log)
+    assert report.facts["gpu.other_process_gib"] == 37.86
+    assert report.diagnoses[0].remedies[0].action == "free_gpu_memory"

@@ -56,6 +56,10 @@ READ_OTHERWISE = {
     # (pinned host memory for V0's CPU swap refused as "CUDA error: out of memory": rule
     # cuda-oom-cpu-swap names it as such, in the OOM class, with --swap-space as its fix)
     "round45-k/k01-": ("cuda_oom", "fix_config"),
+    # round 46: only the front end's "Engine core initialization failed", a model and card whose
+    # default length the catalog says does not fit: still `other` with "collect more log" (dev log
+    # 069), since no line shows which check failed
+    "round46-b/b07-": ("other", "collect_more_log"),
 }
 
 CASES = [

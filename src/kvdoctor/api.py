@@ -73,6 +73,7 @@ def probe_facts(snapshot: Any, analysis: Analysis, *, live: bool) -> Facts:
     # the GPU the OOM names (cuda:N), through CUDA_VISIBLE_DEVICES to the host's index; else the first
     host = listed[index] if index < len(listed) else (listed[0] if listed else (str(index) if failing else ""))
     values = snapshot_facts(snapshot, vllm_pids=pids, visible_index=int(host) if host.isdigit() else None)
+    _one_card_share(values, snapshot, last)
     launch = min((e.line for e in last.events if e.kind in START_KINDS), default=None) if last else None
     if (
         not live
@@ -93,6 +94,7 @@ def probe_facts(snapshot: Any, analysis: Analysis, *, live: bool) -> Facts:
     if isinstance(idle, list) and last is not None and values.get("gpu.other_process_count"):
         # as many idle GPUs as the layout needs (those the launch already named first): pin there
         size = _int_fact(last.facts, "tensor_parallel_size") * _int_fact(last.facts, "pipeline_parallel_size")
+        size *= _int_fact(last.facts, "data_parallel_size")  # (every data-parallel engine its own GPUs)
         if len(idle) >= size:
             chosen = sorted(idle, key=lambda i: (str(i) not in listed, i))[:size]
             values["gpu.pin_devices"] = ",".join(str(i) for i in sorted(chosen))
@@ -124,6 +126,20 @@ def _order_mismatch(snapshot: Any, listed: list[str], oom_total: Any) -> str | N
         return None
     card = others[0]
     return f"GPU {card.index} ({card.name})" if card.name and card.name != "unknown" else f"GPU {card.index}"
+
+
+def _one_card_share(values: dict[str, object], snapshot: Any, last: Any) -> None:
+    """A process list that names no GPU (`--query-compute-apps` without the index or bus id) whose
+    processes together hold more than one card has: they sit on several GPUs, one each, so the
+    card this server used holds the largest of them, not their sum."""
+    held = values.get("gpu.other_process_gib")
+    total = last.facts.get("total_gpu_gib") if last is not None else None
+    if not isinstance(held, (int, float)) or total is None or not isinstance(total.value, (int, float)):
+        return
+    pids = set(values.get("gpu.other_pids") or ())  # type: ignore[call-overload]
+    others = [p for p in snapshot.processes if p.pid in pids and p.used_gib is not None]
+    if held > total.value and len(others) > 1 and all(p.device_index is None for p in others):
+        values["gpu.other_process_gib"] = round(max(p.used_gib for p in others), 2)
 
 
 def _int_fact(facts: Facts, name: str) -> int:

@@ -1119,6 +1119,17 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"(?i)^[\s>#-]*\**vllm(?: version)?\**\s*:\s*\**\s*v?(\d+\.\d+\.\d+[\w.+]*)"),
         _version,
     ),
+    # an environment line of a report that opens with the release: "vLLM 0.3.0, torch 2.1.2, CUDA 12.1"
+    Extractor(
+        "stated_version",
+        ("vLLM ", "vllm "),
+        # (or a sentence of the report that opens with it, or runs "with / on / using / running" it)
+        _F(
+            r"(?i)(?:^[\s>*-]*|[.!?]\s+|\b(?:with|on|using|running)\s+)vllm\s+v?(\d+\.\d+\.\d+(?:\.?post\d+|rc\d+)?)"
+            r"(?:\s*(?:[,;(]|$)|\s+(?:in|on|with|from|via|and|inside|under)\b|\.(?!\w))"
+        ),
+        _version,
+    ),
     # the installed package's own folder in a frame's path: "…/vllm-0.2.7+cu123-py3.10-linux-x86_64.egg/vllm/…"
     Extractor(
         "stated_version",
@@ -1972,6 +1983,24 @@ EXTRACTORS: tuple[Extractor, ...] = (
             r"[\"']?([\w./:-]+?)[\"']?\s*(?:#.*)?$"
         ),
         _template_setting,
+    ),
+    # a chart's or a config file's model id under its own key ("model:\n  name: meta-llama/…",
+    # "modelName: Qwen/…", "model_id: …"): an org/name pair only, never an image ("vllm/vllm-openai")
+    Extractor(
+        "config_value",
+        ("name:", "Name:", "_id:", "Id:", "hf_model:"),
+        _F(
+            r"^\s*-?\s*(?:name|modelName|model_name|model_id|modelId|hf_model|hfModel)\s*:\s*[\"']?"
+            r"((?!vllm/)[A-Za-z0-9][\w.-]*/[\w.-]+)[\"']?\s*(?:#.*)?$"
+        ),
+        lambda m: {"flags": {"model": m.group(1)}},
+    ),
+    # the positional model of a compose `command:` / k8s `args:` list: "- meta-llama/Llama-3.1-8B-Instruct"
+    Extractor(
+        "config_value",
+        ("- ",),
+        _F(r"^\s*-\s+[\"']?((?!vllm/)[A-Za-z][\w.-]*/[\w.-]*\d[\w.-]*)[\"']?\s*$"),
+        lambda m: {"flags": {"model": m.group(1)}},
     ),
     # a flag quoted in prose or a ticket: "under `--gpu-memory-utilization 0.3`" (the weakest source)
     Extractor(
