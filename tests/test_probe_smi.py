@@ -233,3 +233,13 @@ def test_one_process_row_quoted_alone_is_a_process_on_its_gpu() -> None:
     assert (proc.pid, proc.device_index, round(proc.used_gib or 0, 1)) == (31877, 0, 24.9)
     # (a table border or a GPU row alone is no process)
     assert parse_smi_text("|   0  NVIDIA A100-SXM4-80GB   On  | 00000000:07:00.0 Off |  0 |") is None
+
+
+def test_a_gpu_less_process_list_over_one_card_counts_one_process_for_the_card() -> None:
+    text = "$ nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader\n" + "\n".join(
+        f"{pid}, ray::WorkerDict, 38768 MiB" for pid in (11, 12, 13, 14)
+    )
+    snap = parse_smi_text(text)
+    assert snap is not None
+    assert snapshot_facts(snap)["gpu.other_process_gib"] == 151.44  # (no card size known: their sum)
+    assert snapshot_facts(snap, card_total_gib=79.22)["gpu.other_process_gib"] == 37.86

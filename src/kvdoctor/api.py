@@ -72,8 +72,13 @@ def probe_facts(snapshot: Any, analysis: Analysis, *, live: bool) -> Facts:
     index = int(failing.value) if failing is not None and isinstance(failing.value, int) else 0
     # the GPU the OOM names (cuda:N), through CUDA_VISIBLE_DEVICES to the host's index; else the first
     host = listed[index] if index < len(listed) else (listed[0] if listed else (str(index) if failing else ""))
-    values = snapshot_facts(snapshot, vllm_pids=pids, visible_index=int(host) if host.isdigit() else None)
-    _one_card_share(values, snapshot, last)
+    total = last.facts.get("total_gpu_gib") if last else None
+    values = snapshot_facts(
+        snapshot,
+        vllm_pids=pids,
+        visible_index=int(host) if host.isdigit() else None,
+        card_total_gib=float(total.value) if total is not None and isinstance(total.value, (int, float)) else None,
+    )
     launch = min((e.line for e in last.events if e.kind in START_KINDS), default=None) if last else None
     if (
         not live
@@ -126,20 +131,6 @@ def _order_mismatch(snapshot: Any, listed: list[str], oom_total: Any) -> str | N
         return None
     card = others[0]
     return f"GPU {card.index} ({card.name})" if card.name and card.name != "unknown" else f"GPU {card.index}"
-
-
-def _one_card_share(values: dict[str, object], snapshot: Any, last: Any) -> None:
-    """A process list that names no GPU (`--query-compute-apps` without the index or bus id) whose
-    processes together hold more than one card has: they sit on several GPUs, one each, so the
-    card this server used holds the largest of them, not their sum."""
-    held = values.get("gpu.other_process_gib")
-    total = last.facts.get("total_gpu_gib") if last is not None else None
-    if not isinstance(held, (int, float)) or total is None or not isinstance(total.value, (int, float)):
-        return
-    pids = set(values.get("gpu.other_pids") or ())  # type: ignore[call-overload]
-    others = [p for p in snapshot.processes if p.pid in pids and p.used_gib is not None]
-    if held > total.value and len(others) > 1 and all(p.device_index is None for p in others):
-        values["gpu.other_process_gib"] = round(max(p.used_gib for p in others), 2)
 
 
 def _int_fact(facts: Facts, name: str) -> int:

@@ -17,6 +17,7 @@ def snapshot_facts(
     vllm_pids: frozenset[int] = frozenset(),
     failure_time: str | None = None,
     visible_index: int | None = None,
+    card_total_gib: float | None = None,
 ) -> dict[str, object]:
     facts: dict[str, object] = {"gpu.status": snapshot.status}
     if snapshot.taken_at is not None:
@@ -55,7 +56,13 @@ def snapshot_facts(
         facts["gpu.other_is_vllm"] = True
     known = [p.used_gib for p in others if p.used_gib is not None]
     if known or not others:
-        facts["gpu.other_process_gib"] = round(sum(known), 2)
+        held = sum(known)
+        # (a list that names no GPU, `--query-compute-apps` without the index, whose processes
+        # together hold more than the card the log names: they sit on several GPUs, one each, and
+        # the card this server used holds the largest of them, not their sum)
+        if card_total_gib and held > card_total_gib and len(known) > 1 and all(p.device_index is None for p in others):
+            held = max(known)
+        facts["gpu.other_process_gib"] = round(held, 2)
     return facts
 
 

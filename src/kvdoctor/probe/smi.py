@@ -154,15 +154,12 @@ class SmiReader:
             self._take_preamble()
             self._table, self._source, self._mode = _Table(), SnapshotSource.SMI_TABLE, _Mode.TABLE
             self._devices, self._has_procs, self._proc_rows = [], True, []
-        elif line.startswith("|") and "Processes:" in line:  # a process table pasted alone
+        elif line.startswith("|") and ("Processes:" in line or _PROC_ROW.match(line)):
+            # a process table pasted alone, or only its rows (the header cut)
             self._close_table()
             self._table, self._mode = _Table(section="procs"), _Mode.TABLE
             self._has_procs, self._proc_rows = True, []
-        elif line.startswith("|") and _PROC_ROW.match(line):  # its rows alone, the header cut
-            self._close_table()
-            self._table, self._mode = _Table(section="procs"), _Mode.TABLE
-            self._has_procs, self._proc_rows = True, []
-            self._proc_line(line)
+            self._proc_line(line)  # (no row on the header line: nothing taken)
         elif commands := [c for part in re.split(r";|&&", line) if (c := _COMMAND.search(part)) is not None]:
             # (two queries on one prompt, "nvidia-smi --query-gpu=… ; nvidia-smi --query-compute-apps=…":
             # their outputs follow one after the other)

@@ -159,7 +159,7 @@ def _still_running(attempt: AttemptResult) -> bool:
 _MACHINE_KINDS = ("gpu_name", "host_ram")
 
 
-def _same_card(attempts: Iterable[Attempt]) -> Iterator[Attempt]:
+def _same_machine(attempts: Iterable[Attempt]) -> Iterator[Attempt]:
     """A card named once (the reporter's "RTX 5080 16GB", `nvidia-smi -L`) is the card of every
     later start-up of the same log that names none of its own: one machine, tried again; so is the
     host's RAM `free` showed."""
@@ -244,7 +244,7 @@ def analyse_events(
     if order.newest_first if order is not None else newest_first(events):
         events = list(reversed(events))
         notes.append("the log is in newest-first order (timestamps run backwards); read it oldest-first")
-    attempts = _with_earlier_instances(tuple(finish_attempt(a) for a in _same_card(split_attempts(events))))
+    attempts = _with_earlier_instances(tuple(finish_attempt(a) for a in _same_machine(split_attempts(events))))
     snapshot = smi.result() if smi is not None else None
     smi_lines = tuple(smi.lines()) if smi is not None and snapshot is not None else ()
     return Analysis(source, attempts, tuple(notes), smi_lines, snapshot)
