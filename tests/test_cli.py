@@ -371,3 +371,43 @@ def test_diagnose_takes_options_between_its_files(capsys: pytest.CaptureFixture[
     )
     lines = capsys.readouterr().out.splitlines()
     assert [json.loads(line)["verdict"] for line in lines] == ["max_model_len_too_large", "no_cache_blocks"]
+
+
+def test_a_probe_of_another_card_is_left_out(capsys: pytest.CaptureFixture[str]) -> None:
+    # the log failed on a 24 GiB card with 1.24 GiB in use; the probe (a real NVML snapshot) is of
+    # an H200 elsewhere with 60.6 GiB held: none of its figures may enter the diagnosis
+    code = main(
+        [
+            "diagnose",
+            "--format",
+            "json",
+            "--probe-file",
+            str(SMI / "nvml-h200-cotenant.json"),
+            str(CORPUS / "033-v1-new-request-memory-24gb-util097-free-2276of24.log"),
+        ]
+    )
+    data = json.loads(capsys.readouterr().out)
+    jsonschema.validate(data, SCHEMA)
+    assert code == 1
+    assert data["probe"]["facts"] == {} and "24.00 GiB card" in data["probe"]["ignored"]
+    assert not any(name.startswith("gpu.") for name in data["facts"])
+    top = data["diagnoses"][0]
+    assert top["class"] == "insufficient_free_memory_at_startup"
+    assert top["remedies"][0] == {**top["remedies"][0], "action": "lower_gpu_memory_utilization", "value": 0.93}
+    assert all(r["value"] != 60.6 for r in top["remedies"])
+    assert any("NVIDIA H200 (140.40 GiB)" in n and "left out" in n for n in data["notes"])
+    assert not any("confirms the diagnosis" in n for n in data["notes"])
+
+
+def test_a_probe_of_the_same_card_is_used(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "h200.log"
+    log.write_text(
+        "(EngineCore_DP0 pid=81) ERROR 12-04 18:20:11 [core.py:708] ValueError: Free memory on device "
+        "cuda:0 (79.2/140.4 GiB) on startup is less than desired GPU memory utilization (0.9, 126.36 GiB). "
+        "Decrease GPU memory utilization or reduce GPU memory used by other processes.\n"
+    )
+    main(["diagnose", "--format", "json", "--probe-file", str(SMI / "r580-h200-cotenant-table.txt"), str(log)])
+    data = json.loads(capsys.readouterr().out)
+    assert "ignored" not in data["probe"]
+    assert data["facts"]["gpu.other_process_gib"] == pytest.approx(60.6, abs=0.05)
+    assert any("confirms the diagnosis" in n for n in data["notes"])

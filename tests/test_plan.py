@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -160,3 +161,38 @@ def test_the_printed_command_keeps_the_model_as_the_user_named_it(capsys: pytest
     )
     assert main(["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["command"].startswith("vllm serve meta-llama/Llama-3.1-8B ")
+
+
+# a real NVML probe of an H200 (driver 580) while another process held 60.6 GiB of it
+H200_BUSY = Path(__file__).parent / "fixtures" / "nvidia-smi" / "nvml-h200-cotenant.json"
+
+
+def test_a_probe_with_a_cotenant_proposes_the_fraction_free_now(capsys: pytest.CaptureFixture[str]) -> None:
+    # 79.20 GiB free of 140.40: 0.92 asks 129.17 GiB and fails vLLM's start-up check;
+    # (79.20 - 0.5) / 140.40 = 0.5605 -> 0.56, and at 0.56 the 8B model keeps its full length
+    code, rec = _json(capsys, "--model", "llama-3.1-8b", "--probe-file", str(H200_BUSY))
+    assert code == 1 and rec["fits"] is False
+    assert "only 79.20 GiB free" in rec["problems"][0]  # type: ignore[index]
+    fix = rec["fixes"][0]  # type: ignore[index]
+    assert fix["change"] == "--gpu-memory-utilization 0.56 (what is free now)"
+    assert fix["kv_cache_gib"] > 50
+    assert rec["command"] == "vllm serve meta-llama/Llama-3.1-8B --max-model-len 131072 --gpu-memory-utilization 0.56"
+
+
+def test_every_fix_under_a_cotenant_starts_from_the_fraction_free_now(capsys: pytest.CaptureFixture[str]) -> None:
+    # 70B bf16 needs 131 GiB of weights: no fraction of one busy H200 holds it, so sharding is
+    # proposed at the fraction the start-up check passes, not at the default
+    code = main(["plan", "--model", "llama-3.1-70b", "--probe-file", str(H200_BUSY)])
+    out = capsys.readouterr().out
+    assert code == 1
+    fix_lines = [line for line in out.splitlines() if line.strip().startswith("fix:")]
+    assert fix_lines and all("--gpu-memory-utilization 0.56" in line for line in fix_lines)
+    assert "--tensor-parallel-size" in fix_lines[0]
+
+
+def test_an_unreadable_probe_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "gpu.json"
+    bad.write_text("{not json")
+    assert main(["plan", "--model", "llama-3.1-8b", "--probe-file", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "gpu.json" in err

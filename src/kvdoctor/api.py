@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from kvdoctor.diagnosis.engine import evaluate_attempt, external_fact
 from kvdoctor.diagnosis.report import Report
 from kvdoctor.diagnosis.rules import Rule, rules_for
-from kvdoctor.reader.attempts import START_KINDS
+from kvdoctor.reader.attempts import START_KINDS, card_key
 from kvdoctor.reader.facts import Facts
 from kvdoctor.reader.lines import READ_ERROR, iter_sparse_lines, open_source
 from kvdoctor.reader.pipeline import Analysis, analyse_lines
@@ -115,6 +115,32 @@ def probe_facts(snapshot: Any, analysis: Analysis, *, live: bool) -> Facts:
 def log_probe_facts(analysis: Analysis) -> Facts:
     """The gpu.* facts of the nvidia-smi listing a log holds, as `diagnose` adds them."""
     return probe_facts(analysis.smi_snapshot, analysis, live=False)
+
+
+def other_card(snapshot: Any, attempt: Any) -> str | None:
+    """The snapshot is of another machine than the log: the log names its card (the total memory
+    vLLM printed, or the GPU's name) and no GPU of the snapshot is that card. A probe taken where
+    kvdoctor runs, not where the server failed, would put that machine's memory and processes in
+    the diagnosis ("60 GiB held" on a 24 GiB card)."""
+    devices = [d for d in getattr(snapshot, "visible_devices", lambda: ())() if d.total_gib]
+    if attempt is None or not devices:
+        return None
+    shown = ", ".join(sorted({f"{d.name} ({d.total_gib:.2f} GiB)" for d in devices}))
+    for name in ("total_gpu_gib", "oom_total_gib"):
+        fact = attempt.facts.get(name)
+        total = getattr(fact, "value", None)
+        if fact is not None and fact.line is not None and isinstance(total, (int, float)) and total > 0:
+            # (vLLM's total is the device's, to a few per cent: the driver's reserve, GB or GiB)
+            if any(abs(d.total_gib - total) <= 0.06 * d.total_gib for d in devices):
+                return None
+            return f"{shown}, not the {total:.2f} GiB card this log ran on"
+    named = attempt.facts.get("gpu_name")
+    if named is None or named.line is None or not all(d.name and d.name != "unknown" for d in devices):
+        return None
+    key = card_key(str(named.value))
+    if not key or any(key in card_key(d.name) or card_key(d.name) in key for d in devices):
+        return None
+    return f"{shown}, not the {named.value} this log ran on"
 
 
 def _order_mismatch(snapshot: Any, listed: list[str], oom_total: Any) -> str | None:
@@ -232,7 +258,8 @@ def report_for(
     active = list(rules) if rules is not None else rules_for(rule_dirs)
     snapshot = probe if probe is not None else analysis.smi_snapshot
     live = probe is not None and getattr(getattr(probe, "source", None), "value", "") == "nvml"
-    extra = probe_facts(snapshot, analysis, live=live)
+    elsewhere = other_card(probe, analysis.last) if probe is not None and analysis.attempts else None
+    extra = probe_facts(snapshot, analysis, live=live) if elsewhere is None else {}
     attempts = tuple(
         evaluate_attempt(a, active, lang, extra if a is analysis.last else None) for a in analysis.attempts
     )
@@ -243,6 +270,13 @@ def report_for(
             "origin": "probe" if probe is not None else "log",
             "facts": {k: f.value for k, f in extra.items()},
         }
+        if elsewhere is not None:
+            probe_record["ignored"] = elsewhere
+            where = "the live GPU probe" if live else "the GPU snapshot"
+            notes.append(
+                f"{where} shows {elsewhere}: its figures are left out; "
+                "probe the machine that failed (`kvdoctor probe --format json` there, then --probe-file)"
+            )
         if analysis.smi_lines and probe is None:
             notes.append(
                 f"nvidia-smi output found in the log (line {analysis.smi_lines[0]}); its figures are used as gpu.* facts"  # noqa: E501

@@ -55,6 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     gpu.add_argument("--gpu", help="catalog GPU name (h100, a100-40gb, rtx-4090, l4, ...)")
     gpu.add_argument("--gpu-memory", help="total GPU memory as vLLM sees it, e.g. 80GiB or 23.58")
     gpu.add_argument("--probe", action="store_true", help="read the live GPU through NVML")
+    gpu.add_argument(
+        "--probe-file",
+        metavar="F",
+        help="a saved `kvdoctor probe --format json` or nvidia-smi output, as --probe reads the live GPU",
+    )
     parser.add_argument("--gpu-memory-utilization", type=float, help="fraction of total memory (default by version)")
     parser.add_argument("--max-model-len", type=int, help="context length (default: the model's)")
     parser.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
@@ -82,8 +87,17 @@ def parse_gib(text: str) -> float:
     return value * factor
 
 
-def _probe_gpu() -> tuple[float, float, str]:
-    """(total GiB, free GiB, name) of the first visible GPU via kvdoctor.probe.nvml, if present."""
+def _probe_gpu(path: str | None = None) -> tuple[float, float, str]:
+    """(total GiB, free GiB, name) of the first visible GPU via kvdoctor.probe.nvml, if present,
+    or of a saved snapshot's first GPU."""
+    flag = "--probe-file" if path else "--probe"
+    if path:
+        from kvdoctor.probe import ProbeError, load_snapshot_file
+
+        try:
+            return _first_gpu(load_snapshot_file(path), flag)
+        except ProbeError as exc:
+            raise UsageError(str(exc)) from None
     try:
         nvml: Any = importlib.import_module("kvdoctor.probe.nvml")
     except ImportError as exc:
@@ -96,18 +110,21 @@ def _probe_gpu() -> tuple[float, float, str]:
         raise UsageError(
             f"--probe could not read a GPU ({type(exc).__name__}: {exc}); use --gpu or --gpu-memory"
         ) from exc
+    return _first_gpu(snap, flag)
+
+
+def _first_gpu(snap: Any, flag: str) -> tuple[float, float, str]:
     devices = snap.visible_devices() if snap.available else ()
     device = devices[0] if devices else None
     if device is None or device.total_gib is None or device.free_gib is None:
         why = snap.note or snap.status
-        raise UsageError(f"--probe found no GPU memory reading ({why}); use --gpu or --gpu-memory")
+        raise UsageError(f"{flag} found no GPU memory reading ({why}); use --gpu or --gpu-memory")
     return float(device.total_gib), float(device.free_gib), str(device.name)
 
 
 def _gpu(args: argparse.Namespace) -> tuple[float, float | None, str]:
-    if args.probe:
-        total, free, name = _probe_gpu()
-        return total, free, name
+    if args.probe or args.probe_file:
+        return _probe_gpu(args.probe_file)
     if args.gpu_memory:
         return parse_gib(args.gpu_memory), None, f"{parse_gib(args.gpu_memory):.2f} GiB GPU"
     entry = find_gpu(args.gpu)
@@ -194,7 +211,7 @@ def _request(args: argparse.Namespace) -> PlanRequest:
 
 
 def _has_gpu(args: argparse.Namespace) -> bool:
-    return bool(args.gpu or args.gpu_memory or args.probe)
+    return bool(args.gpu or args.gpu_memory or args.probe or args.probe_file)
 
 
 def plan_record(plan: Plan) -> dict[str, Any]:

@@ -6,6 +6,8 @@ renders it; diagnoses reuse the same pieces through ``derive_for_diagnosis``.
 
 from __future__ import annotations
 
+import math
+
 from kvdoctor._record import record, replace
 from kvdoctor.memory.budget import (
     GIB,
@@ -200,12 +202,33 @@ class Fix:
     plan: Plan
 
 
+# the CUDA context and allocator slack vLLM takes before its free-memory check (as preflight)
+START_SLACK_GIB = 0.5
+
+
+def fraction_free_now(req: PlanRequest) -> float | None:
+    """The largest --gpu-memory-utilization the start-up check passes with what the probe saw
+    free, rounded down to two places; None when the plan assumes an empty GPU."""
+    if req.free_gib is None or req.total_gib <= 0:
+        return None
+    return max(0.0, math.floor((req.free_gib - START_SLACK_GIB) / req.total_gib * 100 + 1e-9) / 100)
+
+
 def fixes(plan: Plan) -> list[Fix]:
     """Changes that make a failing plan fit, most direct first."""
     if plan.fits:
         return []
     req, out = plan.request, []
     cap = plan.capacity
+    now = fraction_free_now(req)
+    if now is not None and now < plan.utilization and plan.era in (Era.V1, Era.V1_GRAPHS):
+        # another tenant holds memory: no other flag passes the start-up check of free memory, so
+        # every fix starts from the fraction that passes it now (and the plan at that budget)
+        lower = make_plan(replace(req, utilization=now))
+        flag = f"--gpu-memory-utilization {now:.2f} (what is free now)"
+        if lower.fits:
+            return [Fix(flag, lower)]
+        return [Fix(f"{flag} {fix.text}", fix.plan) for fix in fixes(lower)]
     if cap.gpu_blocks > 0 and 0 < cap.max_model_len_that_fits < plan.max_model_len:
         length = cap.max_model_len_that_fits // 1024 * 1024 or cap.max_model_len_that_fits
         out.append(Fix(f"--max-model-len {length}", make_plan(replace(req, max_model_len=length))))

@@ -1352,7 +1352,7 @@ def _names_other_model(event: Event, loaded: str) -> bool:
 _LISTED_GPU = re.compile(r"^\s*(?:GPU models and configuration:\s*)?GPU (\d+): ")
 
 
-def _card_key(name: str) -> str:
+def card_key(name: str) -> str:
     """A card's model without the words that vary between mentions of one card ("RTX 4090",
     "RTX4090" and "4090"; "V100" and "V100 32GB"; "A100-SXM4-80GB" and "A100 80GB")."""
     # (the memory size apart from the model by a space or dash, then every separator)
@@ -1584,9 +1584,9 @@ def attempt_facts(attempt: Attempt) -> Facts:
         elif event.kind == "gpu_name":
             # two different cards named for one start-up ("RTX 4090 (GPU 0) + RTX 3080 10GB (GPU 1)"):
             # ranks that disagree may be the cards, not a co-tenant
-            names = {_card_key(n) for n in event.fields.get("gpu_names", [event.fields["gpu_name"]])}
+            names = {card_key(n) for n in event.fields.get("gpu_names", [event.fields["gpu_name"]])}
             if "gpu_name" in sink.facts:
-                names.add(_card_key(str(sink.facts["gpu_name"].value)))
+                names.add(card_key(str(sink.facts["gpu_name"].value)))
             if len(names) > 1:
                 sink.put("mixed_gpus", ", ".join(sorted(names)), event, rank=1)
             sink.put(
