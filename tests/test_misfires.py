@@ -1082,3 +1082,25 @@ def test_cpu_offload_is_counted_per_rank_in_the_hosts_ram() -> None:
 
 def test_a_prompt_that_only_mentions_a_query_after_a_semicolon_does_not_crash() -> None:
     assert diagnose("$ nvidia-smi; echo --query-gpu=memory.used\n").verdict == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("prose", "card_gib"),
+    [
+        ("Running on our A10G (24GB) instance on AWS.", 22.05),
+        ("Environment: 8*H800, CUDA 12.4", 79.22),
+        ("机器是 2张4090，vllm 0.8.5", 23.64),
+        ("单卡A100 40G 部署 Qwen2.5-14B", 39.39),
+        ("显卡：RTX 3090", 23.58),
+        ("GPU: Tesla V100S-PCIE-32GB", 31.74),
+        ("on 8x A800 80G with TP=8", 79.25),
+    ],
+)
+def test_a_card_named_in_a_reports_prose_sizes_the_budget(prose: str, card_gib: float) -> None:
+    log = (
+        f"{prose}\n"
+        "ERROR 05-01 10:00:09 [core.py:390] ValueError: No available memory for the cache blocks. "
+        "Try increasing `gpu_memory_utilization` when initializing the engine.\n"
+    )
+    facts = diagnose(log).facts
+    assert facts["total_gpu_gib"] == card_gib

@@ -330,7 +330,7 @@ def _flag_pairs(text: str) -> dict[str, float | int]:
 # "RTX 4090 24GB"); the catalog turns the name into a total when the log prints none
 _GPU_MODEL = (
     r"(?:(?:NVIDIA|Tesla|Quadro)[\s-]+)?(?:GeForce\s+)?"
-    r"((?:RTX\s*)?(?:GH200|GB10|H200|H100|H20|A100|A800|A10G|A6000|A4000|A40|A10|L40S|L40|L20|L4|V100|T4|B200|MI300X)"
+    r"((?:RTX\s*)?(?:GH200|GB10|H200|H100|H800|H20|A100|A800|A10G|A6000|A4000|A40|A10|L40S|L40|L20|L4|V100S?|T4|B200|MI300X)"
     r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3))*(?:[- ]?\d{2,3}\s?G(?:B|iB)?)?"
     r"|RTX\s*[345]0[6-9]0(?:\s?Ti)?|RTX\s*6000\s+Ada"
     # (the flagship named bare, "my 4090 box", "2x 3090": not a count of tokens or bytes)
@@ -339,11 +339,12 @@ _GPU_MODEL = (
 _GPU_NAME = (
     r"(?i)\bGPU \d+: "
     + _GPU_MODEL
-    + r"|(?:\b(\d+)\s*[x×*]\s*|\b(?:on|with|using|an?|one|single|my|two|four|eight)\s+)"
+    # (a count, "2x", "8*", "2张"; a determiner; a Chinese "single card" / "graphics card:")
+    + r"|(?:\b(\d+)\s*[x×*张块]\s*|\b(?:on|with|using|an?|one|single|my|our|the|two|four|eight)\s+|(?:单卡|双卡|显卡[:：]?)\s*)"
     + _GPU_MODEL
     # a ticket's "GPU: NVIDIA A100-SXM4-80GB", a node label "nvidia.com/gpu.product: NVIDIA-H200"
     + r"|\b(?:GPUs?(?: (?:type|model|name))?|gpu\.product|[Aa]ccelerators?|Box|Hardware|Machine|Rig|Setup)"
-    + r"\s*[:=]\s*[\"']?"
+    + r"\s*[:=：]\s*[\"']?"
     + _GPU_MODEL
     # the label's value alone, as `kubectl get node -o jsonpath=…gpu\.product…` prints it
     + r"|^\s*(?=NVIDIA-)"
@@ -2020,6 +2021,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
             "H100",
             "H200",
             "H20",
+            "H800",
             "A800",
             "A10",
             "A6000",
