@@ -264,6 +264,11 @@ KNOWN_MISSES = {
     "6123-": "a bare engine-core failure: that this vLLM predates Qwen3-VL is in the stated versions",
     "6124-": "a bare engine-core failure: that vLLM 0.8.5 predates Qwen3-VL is in the stated versions",
     "6128-": "the OOM is only in the issue title; the paste is the compose prefixes and the command",
+    # round 47
+    "8303-": "a worker's traceback cut after the KV sizing: the OOM is only in the reporter's words",
+    "8304-": "a traceback cut inside the profile run's forward: read as an OOM there (low), the label unknown",
+    "8305-": "a V0 traceback cut at _initialize_kv_caches (the profile run or the KV check): read as the check, the title says OOM",
+    "8306-": "a V1 engine core cut at _initialize_kv_caches: the dev corpus reads such a cut as `other` (collect more log), the label `unknown`",
 }
 
 
