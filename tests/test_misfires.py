@@ -1104,3 +1104,30 @@ def test_a_card_named_in_a_reports_prose_sizes_the_budget(prose: str, card_gib: 
     )
     facts = diagnose(log).facts
     assert facts["total_gpu_gib"] == card_gib
+
+
+def test_a_v0_multimodal_profile_that_fills_the_budget_keeps_the_length_with_fewer_sequences() -> None:
+    # LLaVA-NeXT on V0 0.6.x: the profile ran 256 sequences with a dummy image each; the peak took
+    # 30 of the 71 GiB and one 32K request lacks ≈2 GiB, so fewer sequences keep the length
+    log = "\n".join(
+        [
+            "INFO 10-21 09:12:01 api_server.py:528] vLLM API server version 0.6.3",
+            "INFO 10-21 09:12:01 api_server.py:529] args: Namespace(model='llava-hf/llava-v1.6-mistral-7b-hf', "
+            "max_model_len=32768, gpu_memory_utilization=0.9, max_num_seqs=256)",
+            "INFO 10-21 09:12:40 model_runner.py:1067] Loading model weights took 14.0712 GB",
+            "INFO 10-21 09:13:02 worker.py:262] the current vLLM instance can use total_gpu_memory (79.22GiB) x "
+            "gpu_memory_utilization (0.90) = 71.30GiB",
+            "INFO 10-21 09:13:02 worker.py:262] model weights take 14.07GiB; non_torch_memory takes 0.16GiB; "
+            "PyTorch activation peak memory takes 55.11GiB; the rest of the memory reserved for KV Cache is 1.96GiB.",
+            "INFO 10-21 09:13:02 gpu_executor.py:122] # GPU blocks: 1003, # CPU blocks: 2048",
+            "ERROR 10-21 09:13:02 engine.py:160] ValueError: The model's max seq len (32768) is larger than the "
+            "maximum number of tokens that can be stored in KV cache (16048). Try increasing `gpu_memory_utilization` "
+            "or decreasing `max_model_len` when initializing the engine.",
+        ]
+    )
+    top = diagnose(log + "\n").diagnoses[0]
+    assert top.klass == "max_model_len_too_large" and top.confidence == "medium"
+    first = top.remedies[0]
+    # a gap of 1.96 × 32768 / 16048 - 1.96 ≈ 2.04 GiB: 256 × (55.11 - 2.04 - 1) / 55.11 → 240
+    assert (first.action, first.value) == ("reduce_max_num_seqs", 240)
+    assert top.remedies[1].action == "lower_max_model_len"

@@ -197,6 +197,8 @@ def _batch_follows_length(out: Facts) -> None:
     model = str(_v(out, "model") or "")
     if _ENCODER_DECODER.search(model):
         _put(out, "encoder_decoder", True)  # (its profile builds one encoder input per sequence)
+    elif _MULTIMODAL.search(model):
+        _put(out, "multimodal", True)  # (V0 profiles it with dummy images or audio per sequence)
     if _v(out, "engine") != "v0" or chunked is True:
         return
     if chunked is False and isinstance(length, int) and length > 2048 and batch is None:
@@ -228,10 +230,12 @@ def _batch_follows_length(out: Facts) -> None:
 
 _ENCODER_DECODER = re.compile(r"(?i)mllama|llama-3\.2-\d+b-vision|whisper|bart|florence")
 # the models V0 (0.5.3+) keeps chunked prefill off for, above 32K too: multimodal ones, and MLA's
-_CHUNKED_STAYS_OFF = re.compile(
-    r"(?i)deepseek-(?:v2|v3|r1|coder-v2)|vision|[-_]vl\b|[-_]vl[-_]|llava|internvl|minicpm-?v|pixtral|"
+_MULTIMODAL_NAMES = (
+    r"vision|[-_]vl\b|[-_]vl[-_]|llava|internvl|minicpm-?v|pixtral|"
     r"paligemma|idefics|molmo|qwen2?-?audio|ultravox|glm-?4v|cogvlm|deepseek-vl"
 )
+_MULTIMODAL = re.compile(r"(?i)" + _MULTIMODAL_NAMES)
+_CHUNKED_STAYS_OFF = re.compile(r"(?i)deepseek-(?:v2|v3|r1|coder-v2)|" + _MULTIMODAL_NAMES)
 
 
 def _smallest_card(out: Facts) -> None:

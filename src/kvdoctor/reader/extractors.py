@@ -340,7 +340,8 @@ _GPU_NAME = (
     r"(?i)\bGPU \d+: "
     + _GPU_MODEL
     # (a count, "2x", "8*", "2张"; a determiner; a Chinese "single card" / "graphics card:")
-    + r"|(?:\b(\d+)\s*[x×*张块]\s*|\b(?:on|with|using|an?|one|single|my|our|the|two|four|eight)\s+|(?:单卡|双卡|显卡[:：]?)\s*)"
+    + r"|(?:\b(\d+)\s*[x×*张块]\s*|\b(?:on|with|using|an?|one|single|my|our|the|two|four|eight)\s+"
+    + r"|(?:单卡|双卡|显卡[:：]?)\s*)"
     + _GPU_MODEL
     # a ticket's "GPU: NVIDIA A100-SXM4-80GB", a node label "nvidia.com/gpu.product: NVIDIA-H200"
     + r"|\b(?:GPUs?(?: (?:type|model|name))?|gpu\.product|[Aa]ccelerators?|Box|Hardware|Machine|Rig|Setup)"

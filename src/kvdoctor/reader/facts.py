@@ -221,6 +221,7 @@ KNOWN_FACTS = frozenset(
         "batch_follows_length",
         "batch_floor_length",
         "encoder_decoder",
+        "multimodal",
         "batch_follows_long_length",
         "kv_cache_absent",
         "utilization_default_shown",
