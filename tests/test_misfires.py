@@ -1131,3 +1131,40 @@ def test_a_v0_multimodal_profile_that_fills_the_budget_keeps_the_length_with_few
     # a gap of 1.96 × 32768 / 16048 - 1.96 ≈ 2.04 GiB: 256 × (55.11 - 2.04 - 1) / 55.11 → 240
     assert (first.action, first.value) == ("reduce_max_num_seqs", 240)
     assert top.remedies[1].action == "lower_max_model_len"
+
+
+def test_an_access_log_line_after_the_engines_traceback_is_not_the_message_nor_serving() -> None:
+    # FastChat's Flask front end answers 500 once the engine under it failed to start: that line
+    # is no part of the exception above it, and no sign that vLLM served
+    log = "\n".join(
+        [
+            "INFO 11-01 17:29:30 llm_engine.py:72] Initializing an LLM engine with config: model='/models/llama-13b-chat-hf/', "
+            "tensor_parallel_size=2, seed=0)",
+            "Traceback (most recent call last):",
+            '  File "/opt/conda/lib/python3.11/site-packages/vllm/engine/llm_engine.py", line 165, in _init_workers_ray',
+            '    init_torch_dist_process_group(self.workers, backend="nccl")',
+            "RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!",
+            '10.0.0.2 - - [01/Nov/2023 17:29:40] "POST /generate HTTP/1.1" 500 -',
+        ]
+    )
+    report = diagnose(log + "\n")
+    assert report.verdict == "other"
+    assert report.facts["error_message"] == "ProcessGroupNCCL is only supported with GPUs, no GPUs found!"
+    assert report.diagnoses[0].remedies[0].action == "fix_environment"
+
+
+def test_vllm_gaudis_usable_kv_memory_and_blocks_are_read() -> None:
+    log = "\n".join(
+        [
+            "(EngineCore_DP0 pid=381) INFO 01-27 22:07:25 [hpu_worker.py:260] Free device memory: 82.7 GiB, 62.03 GiB "
+            "usable (gpu_memory_utilization=0.75), 24.81 GiB reserved for HPUGraphs (VLLM_GRAPH_RESERVED_MEM=0.4), "
+            "32 MiB reserved for KV cache dummy block 37.18 GiB reserved for usable KV cache",
+            "(EngineCore_DP0 pid=381) INFO 01-27 22:07:26 [v1/core/kv_cache_utils.py:1305] GPU KV cache size: 152,192 tokens",
+            "(EngineCore_DP0 pid=381) INFO 01-27 22:07:26 [hpu_worker.py:288] Usable num_blocks: 1189, actual allocated "
+            "num_blocks: 152320 (_PAD_BLOCK_ID=0, _PAD_SLOT_ID=-1)",
+            "(EngineCore_DP0 pid=381) INFO 01-27 22:07:26 [hpu_worker.py:291] Initializing cache engine took 37.19 GiB of "
+            "device memory (81 GiB/126.5 GiB used) and 82.79 MiB of host memory (91 GiB/1007 GiB used)",
+        ]
+    )
+    facts = diagnose(log + "\n").facts
+    assert (facts["kv_cache_gib"], facts["gpu_blocks"], facts["kv_cache_tokens"]) == (37.18, 1189, 152192)

@@ -161,7 +161,6 @@ KNOWN_MISSES = {
     "3535-": "the log stops during weight loading with no error: only the repo's later runs suggest a kill",
     "3539-": "the engine fails on its first LoRA request after a healthy start-up: the label is the request's crash",
     "3569-": "an hour of worker waits after capture reads as a stall, but the file's prose quotes 'Application startup complete'",
-    "3571-": "the Neuron engine starts, then fails on its first request: the label is the request's crash",
     "3603-": "a GB10 free-memory shortfall with room for the model at a smaller fraction: freeing and lowering both work; the repo freed",
     "3605-": "a co-tenant's start-up made the first attempt fail; the restart with the same flags is healthy, and the later run is the verdict",
     "3631-": "56.6 GiB of weights per rank with no card named: an 80 GiB card would fit them; the thread's NPU has 61 GiB",
@@ -269,6 +268,7 @@ KNOWN_MISSES = {
     "8304-": "a traceback cut inside the profile run's forward: read as an OOM there (low), the label unknown",
     "8305-": "a V0 traceback cut at _initialize_kv_caches (the profile run or the KV check): read as the check, the title says OOM",
     "8306-": "a V1 engine core cut at _initialize_kv_caches: the dev corpus reads such a cut as `other` (collect more log), the label `unknown`",
+    "8208-": "ROCm workers waiting nine minutes on AITER's JIT lock: read as a stalled start-up (`other`, collect more log), the label `unknown`",
 }
 
 

@@ -1253,6 +1253,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ),
         _blocks,
     ),
+    # vllm-gaudi (V1, 0.14+): "Usable num_blocks: 1189, actual allocated num_blocks: 152320 (…)": the
+    # blocks the scheduler may use (the allocation pads them per layer group)
+    Extractor(
+        "gpu_blocks",
+        ("Usable num_blocks:",),
+        _F(r"Usable num_blocks: (\d+)"),
+        lambda m: {"device": "HPU", "gpu_blocks": to_int(m.group(1))},
+    ),
     # the CPU backend's executor sizes its KV cache in "CPU blocks" on a line of their own
     # ("# CPU blocks: 4096", cpu_executor.py 0.4.2..0.6.6.post1); beside "# GPU blocks" they are swap
     Extractor(
@@ -2195,6 +2203,15 @@ EXTRACTORS: tuple[Extractor, ...] = (
         ("Loading model weights took in total", "Pre-loading model weights on hpu"),
         _F(_GAUDI_WEIGHTS),
         lambda m: {"weights_gib": float(m.group(1)), "total_gpu_gib": float(m.group(2))},
+    ),
+    # vllm-gaudi (V1): "Free device memory: 82.7 GiB, 62.03 GiB usable (gpu_memory_utilization=0.75), 24.81 GiB
+    # reserved for HPUGraphs (…), 32 MiB reserved for KV cache dummy block 37.18 GiB reserved for usable KV
+    # cache": what the KV cache is sized from (the cache engine's allocation after it pads a little)
+    Extractor(
+        "available_kv_memory",
+        ("reserved for usable KV cache",),
+        _F(r"(\d+(?:\.\d+)?) GiB reserved for usable KV cache"),
+        lambda m: {"kv_cache_gib": float(m.group(1))},
     ),
     # Gaudi (vllm-fork): "Initializing cache engine took 49.75 GiB of device memory (65.4 GiB/94.62 GiB used)"
     Extractor(

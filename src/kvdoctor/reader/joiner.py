@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from kvdoctor._record import replace
-from kvdoctor.reader.lines import Line, peel
+from kvdoctor.reader.lines import SERVED, Line, peel
 
 MAX_JOIN = 8
 MAX_COMMAND_JOIN = 64
@@ -133,6 +133,8 @@ def _terminal_wrap(previous: Line, line: Line) -> bool:
 def _continues(previous: Line, line: Line, joined: int) -> bool:
     if line.origin.level is not None or _KLOG.match(line.raw):
         return False  # a new vLLM (or Kubernetes) record
+    if SERVED in (line.text, previous.text):
+        return False  # (the placeholder of a run of access-log lines is a record of its own)
     if previous.text.endswith("\\"):
         return joined < MAX_COMMAND_JOIN
     if (
