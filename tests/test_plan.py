@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from fakes.fake_pynvml import NVML_ERROR_DRIVER_NOT_LOADED, FakeGpu, FakeNvml, FakeProc
 
 from kvdoctor.cli import main
 
@@ -91,13 +92,38 @@ def test_bad_gpu_and_sizes_are_one_line_errors(capsys: pytest.CaptureFixture[str
     assert main(["plan", "--model", "qwen3-8b", "--gpu", "h100", "--gpu-memory-utilization", "1.5"]) == 2
 
 
-def test_probe_without_a_gpu_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["plan", "--model", "qwen3-8b", "--probe"])
+def _nvml(monkeypatch: pytest.MonkeyPatch, fake: FakeNvml) -> None:
+    # the live probe's pynvml, whatever this machine has: the fake's scenario decides
+    import kvdoctor.probe.nvml as nvml
+
+    monkeypatch.setattr(nvml, "load_pynvml", lambda: fake)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+
+def test_probe_without_a_gpu_says_so_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _nvml(monkeypatch, FakeNvml([], init_error=NVML_ERROR_DRIVER_NOT_LOADED))
+    assert main(["plan", "--model", "qwen3-8b", "--probe"]) == 2
     err = capsys.readouterr().err
-    if code == 2:
-        assert err.startswith("kvdoctor: plan: --probe") and err.count("\n") == 1
-    else:  # a machine with a GPU: a real plan
-        assert code in (0, 1)
+    assert err.startswith("kvdoctor: plan: --probe") and err.count("\n") == 1
+    assert "use --gpu or --gpu-memory" in err
+
+
+def test_probe_plans_on_the_live_gpu_and_its_free_memory(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the H200 of the device check, as NVML reported it: 143771 MiB, another process on 62050 MiB
+    busy = FakeGpu("NVIDIA H200", "GPU-0", 143771, used_mib=62050, reserved_mib=614, compute=[FakeProc(550, 62050)])
+    _nvml(monkeypatch, FakeNvml([busy], driver="580.159.04"))
+    code, rec = _json(capsys, "--model", "llama-3.1-8b", "--probe")
+    assert code == 1 and rec["gpu"] == "NVIDIA H200"
+    assert rec["total_gpu_gib"] == pytest.approx(140.4, abs=0.01)
+    assert rec["fixes"][0]["change"] == "--gpu-memory-utilization 0.56 (what is free now)"  # type: ignore[index]
+    # the same card idle: the default fraction fits, nothing to fix
+    _nvml(monkeypatch, FakeNvml([FakeGpu("NVIDIA H200", "GPU-0", 143771, reserved_mib=614)]))
+    code, rec = _json(capsys, "--model", "llama-3.1-8b", "--probe")
+    assert code == 0 and rec["fits"] is True and rec["fixes"] == []
 
 
 def test_fp8_kv_doubles_tokens(capsys: pytest.CaptureFixture[str]) -> None:
