@@ -1168,3 +1168,35 @@ def test_vllm_gaudis_usable_kv_memory_and_blocks_are_read() -> None:
     )
     facts = diagnose(log + "\n").facts
     assert (facts["kv_cache_gib"], facts["gpu_blocks"], facts["kv_cache_tokens"]) == (37.18, 1189, 152192)
+
+
+def test_the_shells_killed_after_a_line_exactly_as_wide_as_a_hard_wrap_stays_a_record() -> None:
+    # the paste wrapped at 80 columns; the last vLLM line happens to be 80 characters long itself,
+    # and the shell's "Killed" under it is the OOM killer's word, not the rest of that line
+    real = (
+        Path(__file__).parent
+        / "fixtures"
+        / "validation"
+        / "round11-b"
+        / "1901-v0-06x-got-ocr-killed-after-gpu-blocks-host-ram.log"
+    )
+    lines = [line for line in real.read_text(encoding="utf-8").splitlines() if not line.startswith("# reporter")]
+    wrapped = [line[i : i + 80] for line in lines for i in range(0, max(len(line), 1), 80)]
+    report = diagnose("\n".join(wrapped) + "\n")
+    assert report.verdict == "other" and report.diagnoses[0].rule == "other-process-killed"
+
+
+def test_a_double_spaced_paste_keeps_its_serving_lines() -> None:
+    # copied from a page that renders every line as a paragraph: a blank line after each; the
+    # access-log lines under the launch are the server serving, not blank lines to drop
+    log = "\n\n".join(
+        [
+            "python -m vllm.entrypoints.openai.api_server \\",
+            "  --model meta-llama/Llama-2-13b-chat-hf \\",
+            "  --gpu-memory-utilization 0.8",
+            "INFO 09-14 10:32:15 metrics.py:406] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+            "0.0 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 0.1%",
+            'INFO:     127.0.0.1:51180 - "POST /v1/completions HTTP/1.1" 200 OK',
+        ]
+    )
+    assert diagnose(log + "\n").verdict == "healthy"

@@ -240,9 +240,14 @@ def wrap_width(lines: list[Line]) -> int | None:
 def _starts_no_record(line: Line) -> bool:
     """Nothing marks `line` as a record of its own: no prefix of its own, no indent (a line
     re-wrapped by hand, or a traceback's), no klog header and no traceback marker."""
-    if _own_prefix(line) or line.raw[:2] == "  " or _PROMPT.match(line.raw):
+    if _own_prefix(line) or line.raw[:2] == "  " or _PROMPT.match(line.raw) or _SHELL_RECORD.match(line.raw):
         return False
     return not _KLOG.match(line.raw) and not _TRACEBACK_MARK.match(line.raw)
+
+
+# what the shell prints alone on a line when the process dies ("Killed" from the OOM killer):
+# a record of its own after a line that happened to be exactly the wrap width
+_SHELL_RECORD = re.compile(r"^(?:Killed|Terminated|Aborted|Segmentation fault|Bus error)(?: \(core dumped\))?\s*$")
 
 
 def _wrapped(previous: Line, line: Line, width: int, joined: int) -> bool:
@@ -278,11 +283,16 @@ def common_indent(lines: list[Line]) -> str:
 def double_spaced(lines: list[Line]) -> bool:
     """A paste with a blank line after every line (copied from a page that renders each line as a
     paragraph): nine in ten lines with text, of two or more, are followed by a blank one."""
-    texts = [i for i, line in enumerate(lines[:-1]) if line.raw.strip()]
+    texts = [i for i, line in enumerate(lines[:-1]) if not _blank(lines[i])]
     if len(texts) < 2:
         return False
-    followed = sum(1 for i in texts if not lines[i + 1].raw.strip())
+    followed = sum(1 for i in texts if _blank(lines[i + 1]))
     return followed * 10 >= len(texts) * 9
+
+
+def _blank(line: Line) -> bool:
+    """Nothing on the line: not even the placeholder a run of serving lines becomes (no raw text)."""
+    return not line.raw.strip() and not line.text.strip()
 
 
 def _dedent(line: Line, indent: str) -> Line:
@@ -306,7 +316,7 @@ def join_lines(lines: Iterable[Line]) -> Iterator[Line]:
         failure = exc
     spaced = double_spaced(head)
     if spaced:  # the blank lines between are the page's, not the log's: a message may go on across them
-        head = [line for line in head if line.raw.strip()]
+        head = [line for line in head if not _blank(line)]
     indent = common_indent(head)
     if indent:
         head = [_dedent(line, indent) for line in head]
@@ -315,7 +325,7 @@ def join_lines(lines: Iterable[Line]) -> Iterator[Line]:
     joined = 0
     rest: Iterable[Line] = () if failure is not None else stream
     if spaced:
-        rest = (line for line in rest if line.raw.strip())
+        rest = (line for line in rest if not _blank(line))
     if indent:
         rest = (_dedent(line, indent) for line in rest)
     for line in itertools.chain(head, rest):
