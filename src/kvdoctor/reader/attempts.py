@@ -573,7 +573,7 @@ def _frame_of_phase(frames: list[Event]) -> tuple[str, Event] | None:
                     # V1 runs the same dummy batch to profile and to capture each graph: a
                     # capture frame further out says which
                     outer = _frame_of_phase(frames[: frames.index(frame)])
-                    if outer is not None and outer[0] == "cuda_graph_capture":
+                    if outer is not None and outer[0] in _AFTER_KV_STEPS:
                         return outer
                 if phase == "kv_cache_check":
                     # the model's own forward below the KV sizing (its middle cut from the paste)
@@ -1637,6 +1637,9 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("docker_gpu_devices", event.fields["devices"], event, rank=1)
         elif event.kind == "shared_gpu":
             sink.put("gpu_shared_by", event.fields["how"], event, rank=1)
+        elif event.kind == "wrapper_little_free":
+            sink.put("wrapper_saw_little_free", True, event, rank=1)
+            sink.put("wrapper_length_cut", event.fields["tokens"], event, rank=1)
         elif event.kind == "phase" and "model" in event.fields:
             sink.put("model", event.fields["model"], event, rank=1)
         elif event.kind == "gpu_blocks" and event.fields.get("device") == "CPU" and device_blocks:

@@ -1968,6 +1968,15 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"with actual GPU utilization = (\d+(?:\.\d+)?)%"),
         lambda m: {"flags": {"gpu_memory_utilization": round(float(m.group(1)) / 100, 4)}},
     ),
+    # Unsloth measures the free memory before it starts vLLM and shortens the length (and the
+    # fraction) to what it saw free: "Unsloth: Your GPU cannot handle sequence lengths of 256 due to
+    # limited GPU memory."
+    Extractor(
+        "wrapper_little_free",
+        ("due to limited GPU memory",),
+        _F(r"Your GPU cannot handle sequence lengths of (\d+) due to limited GPU memory"),
+        lambda m: {"tokens": int(m.group(1))},
+    ),
     # an exception quoted after other words (a ticket title: "vllm 跨主机启动失败 RuntimeError: NCCL error: …")
     Extractor(
         "exception",

@@ -200,6 +200,8 @@ KNOWN_FACTS = frozenset(
         "gpus_listed",
         "tried_utilization_failed",
         "reported_free_gib",
+        "wrapper_saw_little_free",
+        "wrapper_length_cut",
         "swap_space_host_gib",
         "length_needed",
         "docker_gpu_devices",

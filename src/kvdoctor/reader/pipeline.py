@@ -156,13 +156,16 @@ def _still_running(attempt: AttemptResult) -> bool:
     return bool((facts.get("started") and facts["started"].value) or any(v and v > 0 for v in kv))
 
 
-_MACHINE_KINDS = ("gpu_name", "host_ram")
+_MACHINE_KINDS = ("gpu_name", "host_ram", "wrapper_little_free")
+# (what a wrapper measured before it started vLLM holds for its own retries, which print no
+# wrapper banner, not for a relaunch, which measures again)
+_UNTIL_REMEASURED = {"wrapper_little_free": "wrapper_setting"}
 
 
 def _same_machine(attempts: Iterable[Attempt]) -> Iterator[Attempt]:
     """A card named once (the reporter's "RTX 5080 16GB", `nvidia-smi -L`) is the card of every
     later start-up of the same log that names none of its own: one machine, tried again; so is the
-    host's RAM `free` showed."""
+    host's RAM `free` showed, and the little free memory a wrapper saw, for its own retries."""
     named: dict[str, list[Event]] = {}
     for attempt in attempts:
         lend: list[Event] = []
@@ -170,6 +173,8 @@ def _same_machine(attempts: Iterable[Attempt]) -> Iterator[Attempt]:
             own = [e for e in attempt.events if e.kind == kind]
             if own:
                 named[kind] = own
+            elif kind in _UNTIL_REMEASURED and any(e.kind == _UNTIL_REMEASURED[kind] for e in attempt.events):
+                named.pop(kind, None)
             else:
                 lend.extend(named.get(kind, ()))
         if lend:
