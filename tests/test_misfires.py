@@ -1235,3 +1235,18 @@ def test_unsloth_seeing_little_free_memory_for_a_small_model_is_another_tenant()
     top = diagnose(next(real.glob("8403-*.log"))).diagnoses[0]
     assert (top.cause, top.confidence) == ("other_process", "medium")
     assert top.remedies[0].action == "free_gpu_memory" and "restart the runtime" in top.explanation
+
+
+def test_a_hard_wrap_that_cuts_the_vllm_header_behind_a_journald_prefix_is_rejoined() -> None:
+    # journald's prefix, then vLLM's header cut at 80 columns ("… ERROR 05-08 09:32:4" / "7 [core.py:400]"):
+    # rejoined, the header comes off, and the traceback's frames below it are read as frames
+    real = Path(__file__).parent / "fixtures" / "validation"
+    path = next(real.glob("*/3339-*.log"))
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if not line.startswith("# reporter")]
+    wrapped = [line[i : i + 80] for line in lines for i in range(0, max(len(line), 1), 80)]
+    plain, cut = diagnose("\n".join(lines) + "\n"), diagnose("\n".join(wrapped) + "\n")
+    assert (
+        (cut.verdict, cut.diagnoses[0].phase)
+        == (plain.verdict, plain.diagnoses[0].phase)
+        == ("cuda_oom", "kv_cache_allocation")
+    )

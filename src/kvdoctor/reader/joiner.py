@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from kvdoctor._record import replace
-from kvdoctor.reader.lines import SERVED, Line, peel
+from kvdoctor.reader.lines import SERVED, Line, Origin, peel
 
 MAX_JOIN = 8
 MAX_COMMAND_JOIN = 64
@@ -263,7 +263,28 @@ def _unwrap(previous: Line, line: Line, width: int) -> Line:
     # (and a space the cut fell on, that the piece's text lost, stays between the words)
     spaces = previous.raw[len(previous.raw.rstrip()) :]
     glue = spaces if len(previous.raw) == width else " "
-    return replace(previous, text=f"{previous.text.rstrip()}{glue}{line.raw}", raw=line.raw)
+    text = f"{previous.text.rstrip()}{glue}{line.raw}"
+    if previous.origin.level is None:
+        # (the cut fell inside the vLLM header behind a wrapper's prefix, "ERROR 05-08 09:32:4" /
+        # "7 [core.py:400] …": whole again, the header comes off as it does on a line never cut)
+        again, origin = peel(text)
+        if origin.level is not None:
+            return replace(previous, text=again, raw=line.raw, origin=_merged(previous.origin, origin))
+    return replace(previous, text=text, raw=line.raw)
+
+
+def _merged(first: Origin, then: Origin) -> Origin:
+    """What the first piece's prefixes said, and what the rejoined header adds to it."""
+    return Origin(
+        proc=first.proc or then.proc,
+        pid=first.pid if first.pid is not None else then.pid,
+        rank=first.rank if first.rank is not None else then.rank,
+        container=first.container or then.container,
+        level=then.level,
+        stamp=then.stamp,
+        src=then.src,
+        repeated=first.repeated if first.repeated is not None else then.repeated,
+    )
 
 
 def common_indent(lines: list[Line]) -> str:
