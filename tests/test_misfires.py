@@ -1250,3 +1250,12 @@ def test_a_hard_wrap_that_cuts_the_vllm_header_behind_a_journald_prefix_is_rejoi
         == (plain.verdict, plain.diagnoses[0].phase)
         == ("cuda_oom", "kv_cache_allocation")
     )
+
+
+def test_an_earlier_engine_in_the_same_notebook_kernel_is_freed_first() -> None:
+    # PyTorch in this process holds 77 GiB while it loads a 7B model's 12.5 GiB: an LLM() an
+    # earlier cell created still holds the card (the next cell, in a fresh kernel, starts healthy)
+    real = Path(__file__).parent / "fixtures" / "validation" / "round49-a"
+    top = diagnose(next(real.glob("8701-*.log"))).diagnoses[0]
+    assert (top.rule, top.confidence) == ("cuda-oom-weight-loading-should-fit", "medium")
+    assert top.remedies[0].action == "free_gpu_memory" and "Restart the kernel" in top.remedies[0].text

@@ -276,6 +276,11 @@ KNOWN_MISSES = {
     "8412-": "CUDA initialised before the fork: the spawn method is read as the launch's configuration, the label calls it the environment",
     "8503-": "an illegal memory access in the compiled graphs' memory profile: eager mode avoids it, the thread turned the fused all-reduce pass off",
     "8608-": "a profiling OOM on a 14.58 GiB card, the model unnamed: a smaller batch leads; the FAQ says a bigger card",
+    # round 49
+    "8702-": "torch.compile failing inside the profile run: eager mode skips it, the label upgrades torch/vLLM to a matching pair",
+    "8801-": "two files of one run joined (stdout, then stderr): the OOM of a served request lands after the last start-up step and reads as the graph profile's",
+    "8803-": "a fork's own free-memory audit after the KV allocation: no vLLM message kvdoctor knows",
+    "8804-": "a NotImplementedError unifying KV page sizes in a fork: read as the configuration, the fix was an upstream patch",
 }
 
 

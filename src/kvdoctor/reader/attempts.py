@@ -1637,6 +1637,11 @@ def attempt_facts(attempt: Attempt) -> Facts:
             sink.put("docker_gpu_devices", event.fields["devices"], event, rank=1)
         elif event.kind == "shared_gpu":
             sink.put("gpu_shared_by", event.fields["how"], event, rank=1)
+        elif event.kind == "wrapper_card":
+            # (a wrapper's reading of the card: any figure vLLM prints of its own wins)
+            sink.put("total_gpu_gib", event.fields["total_gpu_gib"], event, rank=0)
+        elif event.kind == "transformers_fallback":
+            sink.put("transformers_fallback", True, event, rank=1)
         elif event.kind == "wrapper_little_free":
             sink.put("wrapper_saw_little_free", True, event, rank=1)
             sink.put("wrapper_length_cut", event.fields["tokens"], event, rank=1)

@@ -1968,6 +1968,28 @@ EXTRACTORS: tuple[Extractor, ...] = (
         _F(r"with actual GPU utilization = (\d+(?:\.\d+)?)%"),
         lambda m: {"flags": {"gpu_memory_utilization": round(float(m.group(1)) / 100, 4)}},
     ),
+    # vLLM runs an architecture it does not implement through the Transformers backend: "Qwen3MoeForCausalLM
+    # has no vLLM implementation, falling back to Transformers implementation", "Using Transformers backend."
+    Extractor(
+        "transformers_fallback",
+        ("falling back to Transformers", "Using Transformers backend"),
+        _F(
+            r"(?:(\w+) has no vLLM implementation, )?"
+            r"(?:falling back to Transformers implementation|Using Transformers backend)"
+        ),
+        lambda m: {"architecture": m.group(1)} if m.group(1) else {},
+    ),
+    # Unsloth's banner names the card's total as torch reports it, in GiB though it says GB
+    # ("Tesla T4. Num GPUs = 1. Max memory: 14.563 GB. Platform: Linux."; "with VRAM = 14.56 GB")
+    Extractor(
+        "wrapper_card",
+        ("Max memory: ", "with VRAM = "),
+        _F(
+            r"(?:Num GPUs = \d+\. Max memory: |Your GPU has CUDA compute capability [\d.]+ with VRAM = )"
+            r"(\d+(?:\.\d+)?) GB"
+        ),
+        lambda m: {"total_gpu_gib": round(float(m.group(1)), 2)},
+    ),
     # Unsloth measures the free memory before it starts vLLM and shortens the length (and the
     # fraction) to what it saw free: "Unsloth: Your GPU cannot handle sequence lengths of 256 due to
     # limited GPU memory."

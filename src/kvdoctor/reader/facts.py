@@ -201,6 +201,7 @@ KNOWN_FACTS = frozenset(
         "tried_utilization_failed",
         "reported_free_gib",
         "wrapper_saw_little_free",
+        "transformers_fallback",
         "wrapper_length_cut",
         "swap_space_host_gib",
         "length_needed",
