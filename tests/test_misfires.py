@@ -1259,3 +1259,17 @@ def test_an_earlier_engine_in_the_same_notebook_kernel_is_freed_first() -> None:
     top = diagnose(next(real.glob("8701-*.log"))).diagnoses[0]
     assert (top.rule, top.confidence) == ("cuda-oom-weight-loading-should-fit", "medium")
     assert top.remedies[0].action == "free_gpu_memory" and "Restart the kernel" in top.remedies[0].text
+
+
+def test_a_second_engine_in_a_script_whose_first_still_runs_frees_the_first() -> None:
+    # the tutorial's script builds a second LLM() while the first (5.19 GiB of phi-2) still holds
+    # the card: the OOM while loading is not the model's size
+    real = Path(__file__).parent / "fixtures" / "validation" / "round49-c"
+    report = diagnose(next(real.glob("8905-*.log")))
+    top = report.diagnoses[0]
+    assert report.facts["earlier_weights_gib"] == 5.1933
+    assert (top.rule, top.confidence, top.remedies[0].action) == (
+        "cuda-oom-weight-loading",
+        "medium",
+        "free_gpu_memory",
+    )

@@ -281,6 +281,8 @@ KNOWN_MISSES = {
     "8801-": "two files of one run joined (stdout, then stderr): the OOM of a served request lands after the last start-up step and reads as the graph profile's",
     "8803-": "a fork's own free-memory audit after the KV allocation: no vLLM message kvdoctor knows",
     "8804-": "a NotImplementedError unifying KV page sizes in a fork: read as the configuration, the fix was an upstream patch",
+    "8901-": "15.19 GiB of weights and -1.36 GiB of KV on a card the log does not name: raising is offered (low); the repo moved to a bigger card",
+    "8903-": "a CUTLASS internal error on GB10 in the profile run: no message kvdoctor knows; the fix was another linear backend",
 }
 
 

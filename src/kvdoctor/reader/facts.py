@@ -262,6 +262,7 @@ KNOWN_FACTS = frozenset(
         "budget_shortfall_estimate_gib",
         "utilization_default",
         "earlier_instance_running",
+        "earlier_weights_gib",
         "earlier_attempt_failed",
         "server_said_serving",
         "crash_after_start",

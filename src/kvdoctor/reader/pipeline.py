@@ -232,6 +232,11 @@ def _with_earlier_instances(attempts: tuple[AttemptResult, ...]) -> tuple[Attemp
                 "derived",
             )
             attempt = replace(attempt, facts={**attempt.facts, "earlier_instance_running": fact})
+            held = running.facts.get("weights_gib")
+            if held is not None and isinstance(held.value, (int, float)):
+                # (what that still-running engine loaded: the weights it holds, at the least)
+                fact = Fact("earlier_weights_gib", held.value, held.line, held.text, True, "derived")
+                attempt = replace(attempt, facts={**attempt.facts, "earlier_weights_gib": fact})
         if _still_running(attempt):
             running = attempt
         out.append(attempt)
