@@ -283,6 +283,13 @@ KNOWN_MISSES = {
     "8804-": "a NotImplementedError unifying KV page sizes in a fork: read as the configuration, the fix was an upstream patch",
     "8901-": "15.19 GiB of weights and -1.36 GiB of KV on a card the log does not name: raising is offered (low); the repo moved to a bigger card",
     "8903-": "a CUTLASS internal error on GB10 in the profile run: no message kvdoctor knows; the fix was another linear backend",
+    # round 50
+    "9002-": "'no kernel image is available' in FlashInfer's FP4 GEMM: read as the build's kernels (environment), the fix was a flag for another backend",
+    "9003-": "a CUTLASS internal error on GB10: no message kvdoctor knows; the fix was another linear backend",
+    "9007-": "'No valid attention backend' for an nvfp4 KV cache: read as the setting, the label says the build",
+    "9009-": "'Unsupported max_mma_kv: 0' under an experimental env knob: no message kvdoctor knows; the fix dropped the knob",
+    "9011-": "FlashInfer's 'Invalid configuration' at warm-up under an env knob: read as the setting, the fix was a later build",
+    "9012-": "an OOM on the first scoring request after a healthy start-up: fewer sequences lead, the repo lowered the fraction",
 }
 
 
