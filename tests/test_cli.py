@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -223,19 +224,19 @@ def _smi_with_other_process() -> Path:
     return SMI / "r535-2x4090-table.txt"
 
 
-def test_probe_file_confirms_other_process(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(
-        [
-            "diagnose",
-            "--format",
-            "json",
-            "--probe-file",
-            str(_smi_with_other_process()),
-            str(CORPUS / "018-v1-vllm-omni-qwen25-omni-3b-h100-lowered-util.log"),
-        ]
-    )
+def _diagnose_with_probe(capsys: pytest.CaptureFixture[str], probe: Path, log: Path) -> tuple[int, dict[str, Any]]:
+    """`kvdoctor diagnose --format json --probe-file PROBE LOG`: the exit code and the report,
+    checked against the JSON schema."""
+    code = main(["diagnose", "--format", "json", "--probe-file", str(probe), str(log)])
     data = json.loads(capsys.readouterr().out)
     jsonschema.validate(data, SCHEMA)
+    return code, data
+
+
+def test_probe_file_confirms_other_process(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = _diagnose_with_probe(
+        capsys, _smi_with_other_process(), CORPUS / "018-v1-vllm-omni-qwen25-omni-3b-h100-lowered-util.log"
+    )
     assert code == 1
     assert data["probe"]["origin"] == "probe"
     assert data["probe"]["facts"]["gpu.other_process_gib"] >= 1
@@ -376,18 +377,9 @@ def test_diagnose_takes_options_between_its_files(capsys: pytest.CaptureFixture[
 def test_a_probe_of_another_card_is_left_out(capsys: pytest.CaptureFixture[str]) -> None:
     # the log failed on a 24 GiB card with 1.24 GiB in use; the probe (a real NVML snapshot) is of
     # an H200 elsewhere with 60.6 GiB held: none of its figures may enter the diagnosis
-    code = main(
-        [
-            "diagnose",
-            "--format",
-            "json",
-            "--probe-file",
-            str(SMI / "nvml-h200-cotenant.json"),
-            str(CORPUS / "033-v1-new-request-memory-24gb-util097-free-2276of24.log"),
-        ]
+    code, data = _diagnose_with_probe(
+        capsys, SMI / "nvml-h200-cotenant.json", CORPUS / "033-v1-new-request-memory-24gb-util097-free-2276of24.log"
     )
-    data = json.loads(capsys.readouterr().out)
-    jsonschema.validate(data, SCHEMA)
     assert code == 1
     assert data["probe"]["facts"] == {} and "24.00 GiB card" in data["probe"]["ignored"]
     assert not any(name.startswith("gpu.") for name in data["facts"])
@@ -406,8 +398,7 @@ def test_a_probe_of_the_same_card_is_used(tmp_path: Path, capsys: pytest.Capture
         "cuda:0 (79.2/140.4 GiB) on startup is less than desired GPU memory utilization (0.9, 126.36 GiB). "
         "Decrease GPU memory utilization or reduce GPU memory used by other processes.\n"
     )
-    main(["diagnose", "--format", "json", "--probe-file", str(SMI / "r580-h200-cotenant-table.txt"), str(log)])
-    data = json.loads(capsys.readouterr().out)
+    _, data = _diagnose_with_probe(capsys, SMI / "r580-h200-cotenant-table.txt", log)
     assert "ignored" not in data["probe"]
     assert data["facts"]["gpu.other_process_gib"] == pytest.approx(60.6, abs=0.05)
     assert any("confirms the diagnosis" in n for n in data["notes"])

@@ -1171,19 +1171,24 @@ def test_vllm_gaudis_usable_kv_memory_and_blocks_are_read() -> None:
     assert (facts["kv_cache_gib"], facts["gpu_blocks"], facts["kv_cache_tokens"]) == (37.18, 1189, 152192)
 
 
+VALIDATION = Path(__file__).parent / "fixtures" / "validation"
+
+
+def _log_lines(path: Path) -> list[str]:
+    """A kept real log's lines, without the collector's `# reporter` context lines."""
+    return [line for line in path.read_text(encoding="utf-8").splitlines() if not line.startswith("# reporter")]
+
+
+def _cut_at_80(lines: list[str]) -> str:
+    """The log as a terminal 80 columns wide pastes it: every line cut into 80-character pieces."""
+    return "\n".join(line[i : i + 80] for line in lines for i in range(0, max(len(line), 1), 80)) + "\n"
+
+
 def test_the_shells_killed_after_a_line_exactly_as_wide_as_a_hard_wrap_stays_a_record() -> None:
     # the paste wrapped at 80 columns; the last vLLM line happens to be 80 characters long itself,
     # and the shell's "Killed" under it is the OOM killer's word, not the rest of that line
-    real = (
-        Path(__file__).parent
-        / "fixtures"
-        / "validation"
-        / "round11-b"
-        / "1901-v0-06x-got-ocr-killed-after-gpu-blocks-host-ram.log"
-    )
-    lines = [line for line in real.read_text(encoding="utf-8").splitlines() if not line.startswith("# reporter")]
-    wrapped = [line[i : i + 80] for line in lines for i in range(0, max(len(line), 1), 80)]
-    report = diagnose("\n".join(wrapped) + "\n")
+    real = VALIDATION / "round11-b" / "1901-v0-06x-got-ocr-killed-after-gpu-blocks-host-ram.log"
+    report = diagnose(_cut_at_80(_log_lines(real)))
     assert report.verdict == "other" and report.diagnoses[0].rule == "other-process-killed"
 
 
@@ -1221,7 +1226,7 @@ def test_a_kubernetes_service_named_vllm_is_the_port_variable_not_memory() -> No
 
 
 def test_a_kernel_warm_up_oom_lowers_the_fraction_by_what_it_lacked() -> None:
-    real = Path(__file__).parent / "fixtures" / "validation" / "round48-b"
+    real = VALIDATION / "round48-b"
     top = diagnose(next(real.glob("8504-*.log"))).diagnoses[0]
     # 0.875 GiB asked with 0.498 free of 95 GiB: (0.377 + 0.5) / 95 -> a point off 0.90, and the
     # catalog's 0.88 for the weights, the profile and one 400K request still holds
@@ -1231,7 +1236,7 @@ def test_a_kernel_warm_up_oom_lowers_the_fraction_by_what_it_lacked() -> None:
 
 
 def test_unsloth_seeing_little_free_memory_for_a_small_model_is_another_tenant() -> None:
-    real = Path(__file__).parent / "fixtures" / "validation" / "round48-a"
+    real = VALIDATION / "round48-a"
     top = diagnose(next(real.glob("8403-*.log"))).diagnoses[0]
     assert (top.cause, top.confidence) == ("other_process", "medium")
     assert top.remedies[0].action == "free_gpu_memory" and "restart the runtime" in top.explanation
@@ -1240,11 +1245,8 @@ def test_unsloth_seeing_little_free_memory_for_a_small_model_is_another_tenant()
 def test_a_hard_wrap_that_cuts_the_vllm_header_behind_a_journald_prefix_is_rejoined() -> None:
     # journald's prefix, then vLLM's header cut at 80 columns ("… ERROR 05-08 09:32:4" / "7 [core.py:400]"):
     # rejoined, the header comes off, and the traceback's frames below it are read as frames
-    real = Path(__file__).parent / "fixtures" / "validation"
-    path = next(real.glob("*/3339-*.log"))
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if not line.startswith("# reporter")]
-    wrapped = [line[i : i + 80] for line in lines for i in range(0, max(len(line), 1), 80)]
-    plain, cut = diagnose("\n".join(lines) + "\n"), diagnose("\n".join(wrapped) + "\n")
+    lines = _log_lines(next(VALIDATION.glob("*/3339-*.log")))
+    plain, cut = diagnose("\n".join(lines) + "\n"), diagnose(_cut_at_80(lines))
     assert (
         (cut.verdict, cut.diagnoses[0].phase)
         == (plain.verdict, plain.diagnoses[0].phase)
@@ -1255,7 +1257,7 @@ def test_a_hard_wrap_that_cuts_the_vllm_header_behind_a_journald_prefix_is_rejoi
 def test_an_earlier_engine_in_the_same_notebook_kernel_is_freed_first() -> None:
     # PyTorch in this process holds 77 GiB while it loads a 7B model's 12.5 GiB: an LLM() an
     # earlier cell created still holds the card (the next cell, in a fresh kernel, starts healthy)
-    real = Path(__file__).parent / "fixtures" / "validation" / "round49-a"
+    real = VALIDATION / "round49-a"
     top = diagnose(next(real.glob("8701-*.log"))).diagnoses[0]
     assert (top.rule, top.confidence) == ("cuda-oom-weight-loading-should-fit", "medium")
     assert top.remedies[0].action == "free_gpu_memory" and "Restart the kernel" in top.remedies[0].text
@@ -1264,7 +1266,7 @@ def test_an_earlier_engine_in_the_same_notebook_kernel_is_freed_first() -> None:
 def test_a_second_engine_in_a_script_whose_first_still_runs_frees_the_first() -> None:
     # the tutorial's script builds a second LLM() while the first (5.19 GiB of phi-2) still holds
     # the card: the OOM while loading is not the model's size
-    real = Path(__file__).parent / "fixtures" / "validation" / "round49-c"
+    real = VALIDATION / "round49-c"
     report = diagnose(next(real.glob("8905-*.log")))
     top = report.diagnoses[0]
     assert report.facts["earlier_weights_gib"] == 5.1933

@@ -122,7 +122,7 @@ def other_card(snapshot: Any, attempt: Any) -> str | None:
     vLLM printed, or the GPU's name) and no GPU of the snapshot is that card. A probe taken where
     kvdoctor runs, not where the server failed, would put that machine's memory and processes in
     the diagnosis ("60 GiB held" on a 24 GiB card)."""
-    devices = [d for d in getattr(snapshot, "visible_devices", lambda: ())() if d.total_gib]
+    devices = [d for d in snapshot.visible_devices() if d.total_gib] if snapshot.available else []
     if attempt is None or not devices:
         return None
     shown = ", ".join(sorted({f"{d.name} ({d.total_gib:.2f} GiB)" for d in devices}))

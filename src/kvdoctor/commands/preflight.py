@@ -14,7 +14,6 @@ import argparse
 import enum
 import importlib
 import json
-import math
 import os
 import sys
 import time
@@ -26,10 +25,9 @@ from typing import Any
 from kvdoctor.commands.probe import what_to_do
 from kvdoctor.exitcodes import EXIT_FINDING, EXIT_OK, EXIT_USAGE
 from kvdoctor.live.fixcmd import DEFAULT_UTILIZATION
+from kvdoctor.memory.startup_check import fraction_free
 from kvdoctor.probe import FileProbe, GpuProbe, NvmlProbe, ProbeError, snapshot_to_dict
 from kvdoctor.probe.snapshot import Device, Process, Snapshot
-
-CONTEXT_GIB = 0.5  # the CUDA context and allocator slack vLLM takes before its free-memory check
 
 
 class Readiness(str, enum.Enum):
@@ -101,7 +99,7 @@ def check_ready(snapshot: Snapshot, util: float, *, required_gib: float | None =
         return _unavailable(snapshot, util, f"{what}{hint}; preflight cannot check it")
     checks = tuple(_check(snapshot, d, util) for d in devices)
     # vLLM's own CUDA context comes out of free memory before its check: leave it room
-    max_now = _floor2(min((c.free_gib - CONTEXT_GIB) / (c.device.total_gib or 1.0) for c in checks))
+    max_now = min(fraction_free(c.free_gib, c.device.total_gib or 1.0) for c in checks)
     short = [c for c in checks if not c.ok]
     readiness, reason = _verdict(checks, short, util, required_gib, max_now)
     return PreflightResult(readiness, util, checks, max_now, reason, snapshot, required_gib)
@@ -176,10 +174,6 @@ def _who(p: Process) -> str:
 
 def _unavailable(snapshot: Snapshot, util: float, reason: str) -> PreflightResult:
     return PreflightResult(Readiness.UNAVAILABLE, util, (), None, reason, snapshot)
-
-
-def _floor2(value: float) -> float:
-    return max(0.0, math.floor(value * 100 + 1e-9) / 100)
 
 
 def _check_dict(c: DeviceCheck) -> dict[str, Any]:

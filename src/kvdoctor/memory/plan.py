@@ -6,8 +6,6 @@ renders it; diagnoses reuse the same pieces through ``derive_for_diagnosis``.
 
 from __future__ import annotations
 
-import math
-
 from kvdoctor._record import record, replace
 from kvdoctor.memory.budget import (
     GIB,
@@ -29,6 +27,7 @@ from kvdoctor.memory.budget import (
 from kvdoctor.memory.catalog import ModelEntry
 from kvdoctor.memory.layout import kv_layout
 from kvdoctor.memory.model import default_max_model_len
+from kvdoctor.memory.startup_check import fraction_free
 from kvdoctor.memory.weights import WeightsEstimate, estimate_weights
 
 
@@ -202,25 +201,14 @@ class Fix:
     plan: Plan
 
 
-# the CUDA context and allocator slack vLLM takes before its free-memory check (as preflight)
-START_SLACK_GIB = 0.5
-
-
-def fraction_free_now(req: PlanRequest) -> float | None:
-    """The largest --gpu-memory-utilization the start-up check passes with what the probe saw
-    free, rounded down to two places; None when the plan assumes an empty GPU."""
-    if req.free_gib is None or req.total_gib <= 0:
-        return None
-    return max(0.0, math.floor((req.free_gib - START_SLACK_GIB) / req.total_gib * 100 + 1e-9) / 100)
-
-
 def fixes(plan: Plan) -> list[Fix]:
     """Changes that make a failing plan fit, most direct first."""
     if plan.fits:
         return []
     req, out = plan.request, []
     cap = plan.capacity
-    now = fraction_free_now(req)
+    # (None where the plan assumes an empty GPU: no probe said what is free)
+    now = fraction_free(req.free_gib, req.total_gib) if req.free_gib is not None else None
     if now is not None and now < plan.utilization and plan.era in (Era.V1, Era.V1_GRAPHS):
         # another tenant holds memory: no other flag passes the start-up check of free memory, so
         # every fix starts from the fraction that passes it now (and the plan at that budget)

@@ -1973,11 +1973,8 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor(
         "transformers_fallback",
         ("falling back to Transformers", "Using Transformers backend"),
-        _F(
-            r"(?:(\w+) has no vLLM implementation, )?"
-            r"(?:falling back to Transformers implementation|Using Transformers backend)"
-        ),
-        lambda m: {"architecture": m.group(1)} if m.group(1) else {},
+        _F(r"falling back to Transformers implementation|Using Transformers backend"),
+        lambda m: {},
     ),
     # Unsloth's banner names the card's total as torch reports it, in GiB though it says GB
     # ("Tesla T4. Num GPUs = 1. Max memory: 14.563 GB. Platform: Linux."; "with VRAM = 14.56 GB")
